@@ -1,0 +1,86 @@
+"""Gompute for Python: write a scalar kernel once, run it on any backend.
+
+The public names below are the contract of DESIGN.md. Submodules are imported
+lazily so that ``import gompute_core`` stays cheap (no numba, no driver).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from .errors import (
+    AbiError, AllocFailed, BackendUnavailable, CaptureFailed, CompileFailed, ContextFailed,
+    CopyFailed, EventFailed, GomputeError, GomputeWarning, GraphFailed, InitFailed,
+    InvalidArgument, KernelNotFound, KernelSyntaxError, LaunchFailed, ModuleLoadFailed,
+    NoDevice, SyncFailed, Unsupported, UnsupportedBackend, last_driver_error,
+)
+from .types import f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64
+
+__version__ = "0.1.0"
+
+# public name -> "module:attribute", resolved on first access
+_LAZY: dict[str, str] = {
+    # params ABI
+    "params": "gompute_core.abi.params:params",
+    "Array": "gompute_core.abi.params:Array",
+    "Enum": "gompute_core.abi.params:Enum",
+    # kernel language helpers
+    "math": "gompute_core.frontend.kmath:math",
+    "Fused": "gompute_core.fusion:Fused",
+    "Unary": "gompute_core.fusion:Unary",
+    # specs
+    "map": "gompute_core.specs:map",
+    "map_fn": "gompute_core.specs:map_fn",
+    "map_to": "gompute_core.specs:map_to",
+    "zip": "gompute_core.specs:zip",
+    "map_indexed": "gompute_core.specs:map_indexed",
+    "reduce": "gompute_core.specs:reduce",
+    "sum": "gompute_core.specs:sum",
+    "min": "gompute_core.specs:min",
+    "max": "gompute_core.specs:max",
+    "any": "gompute_core.specs:any",
+    "all": "gompute_core.specs:all",
+    "gather": "gompute_core.specs:gather",
+    "scatter": "gompute_core.specs:scatter",
+    "Spec": "gompute_core.specs:Spec",
+    # handles
+    "Kernel": "gompute_core.runtime.kernel:Kernel",
+    "AutoKernel": "gompute_core.runtime.kernel:AutoKernel",
+    "compile": "gompute_core.runtime.compile:compile",
+    "Dim3": "gompute_core.runtime.dim3:Dim3",
+    "runtime": "gompute_core.runtime:",
+    # plugins
+    "hookimpl": "gompute_core.plugins.manager:hookimpl",
+    "Artifact": "gompute_core.plugins.records:Artifact",
+    "BackendInfo": "gompute_core.plugins.records:BackendInfo",
+    "Availability": "gompute_core.plugins.records:Availability",
+    "backends": "gompute_core.plugins.manager:backends",
+}
+
+bool_ = bool
+
+__all__ = [
+    "AbiError", "AllocFailed", "BackendUnavailable", "CaptureFailed", "CompileFailed",
+    "ContextFailed", "CopyFailed", "EventFailed", "GomputeError", "GomputeWarning",
+    "GraphFailed", "InitFailed", "InvalidArgument", "KernelNotFound", "KernelSyntaxError",
+    "LaunchFailed", "ModuleLoadFailed", "NoDevice", "SyncFailed", "Unsupported",
+    "UnsupportedBackend", "last_driver_error",
+    "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "f32", "f64",
+    *_LAZY,
+]
+
+
+def __getattr__(name: str) -> Any:
+    target = _LAZY.get(name)
+    if target is None:
+        raise AttributeError(f"module 'gompute_core' has no attribute {name!r}")
+    module_name, _, attr = target.partition(":")
+    module = importlib.import_module(module_name)
+    value = getattr(module, attr) if attr else module
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -1,0 +1,87 @@
+"""KernelIR: one spec lowered to what a renderer needs, and its stable digest.
+
+Element-function signatures per kind (``p`` is present only when the kernel
+has params, i.e. ``params is not None``):
+
+=============  ==========================================  ===================
+kind           element function                            entry point (C ABI)
+=============  ==========================================  ===================
+map            ``element(x: T, p) -> T``                   ``(T* data, u64 n, P p)``
+map_indexed    ``element(x: T, i: u64, p) -> T``           ``(T* data, u64 n, P p)``
+map_to         ``element(x: In, p) -> Out``                ``(const In* in, Out* out, u64 n, P p)``
+zip            ``element(a: A, b: B, p) -> Out``           ``(const A* a, const B* b, Out* out, u64 n, P p)``
+reduce         ``element(a: T, b: T) -> T`` (combine),     ``(const T* data, u64 n, T* partials, P p)``
+               ``pre(x: T, p) -> T`` (optional)
+gather         none: ``out[i] = src[idx[i]]``              ``(const T* src, const Idx* idx, T* out, u64 n, u64 bound)``
+scatter        none: ``out[idx[i]] = src[i]``              ``(const T* src, const Idx* idx, T* out, u64 n, u64 bound)``
+=============  ==========================================  ===================
+
+The entry point's symbol is the spec name (``extern "C"``). For gather,
+``bound`` is ``len(src)``; for scatter ``len(out)``; indices outside
+``[0, bound)`` (negative included) are skipped. A reduce launch writes one
+partial per block (``gridDim.x`` blocks, grid-stride over ``n``) which the host
+folds with ``combine`` starting from ``identity``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Literal
+
+from ..types import ScalarType
+from .nodes import Const, Function, StructType
+
+Kind = Literal["map", "map_to", "zip", "map_indexed", "reduce", "gather", "scatter"]
+KINDS: tuple[Kind, ...] = ("map", "map_to", "zip", "map_indexed", "reduce", "gather", "scatter")
+
+IR_VERSION = 1
+"""Bumped whenever lowering changes in a way that must invalidate compile caches."""
+
+
+@dataclass(frozen=True)
+class KernelIR:
+    """A spec lowered for the renderers: kind, value types, params and functions.
+
+    ``value_types`` maps roles to scalar types: ``T`` (map, map_indexed,
+    reduce, gather, scatter), ``In``/``Out`` (map_to), ``A``/``B``/``Out``
+    (zip), ``Idx`` (gather, scatter). ``functions`` lists callees before callers.
+    """
+
+    name: str
+    kind: Kind
+    block_size: int
+    value_types: tuple[tuple[str, ScalarType], ...]
+    params: StructType | None
+    functions: tuple[Function, ...] = ()
+    element: str | None = None
+    pre: str | None = None
+    identity: Const | None = None
+    reassociate: bool = False
+    _digest: str = field(default="", init=False, repr=False, compare=False)
+
+    def value_type(self, role: str) -> ScalarType:
+        """The scalar type playing ``role`` (``"T"``, ``"In"``, ``"Out"``, ``"A"``, ...)."""
+        for r, t in self.value_types:
+            if r == role:
+                return t
+        raise KeyError(f"kernel {self.name!r} ({self.kind}) has no value type {role!r}")
+
+    def function(self, name: str) -> Function:
+        """The IR function called ``name``."""
+        for f in self.functions:
+            if f.name == name:
+                return f
+        raise KeyError(f"kernel {self.name!r} has no function {name!r}")
+
+    def digest(self) -> str:
+        """A stable hex digest of everything that affects generated code.
+
+        Stable across processes and Python versions (built from ``repr`` of
+        frozen dataclasses, NumPy type names and literal values, never from
+        ``id`` or ``hash``). Compile caches key on it.
+        """
+        if not self._digest:
+            text = f"gompute-ir/{IR_VERSION}\n{self!r}"
+            object.__setattr__(self, "_digest", hashlib.sha256(text.encode()).hexdigest())
+        return self._digest

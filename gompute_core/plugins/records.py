@@ -1,0 +1,88 @@
+"""Typed records exchanged through the plugin hooks (no loose dicts)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..ir.kernel import Kind, KernelIR
+
+PLUGIN_API_VERSION = 1
+"""The hook contract's version. A plugin declaring another major version is refused."""
+
+
+@dataclass(frozen=True)
+class BackendInfo:
+    """What a plugin says about itself (``gompute_backend_info``).
+
+    ``unsupported_types`` lists short type names (``"f16"``, ``"f64"``) the
+    backend cannot run; the conformance suite reads it instead of skipping
+    tests by name. Higher ``priority`` is probed first by ``AutoKernel``
+    (CUDA 300, HIP 200, CPU 100).
+    """
+
+    name: str
+    version: str
+    api_version: int
+    priority: int
+    kinds: tuple[Kind, ...]
+    unsupported_types: tuple[str, ...] = ()
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    """One device a backend found."""
+
+    ordinal: int
+    name: str
+    arch: str
+    memory_bytes: int = 0
+
+
+@dataclass(frozen=True)
+class Availability:
+    """Answer of ``gompute_probe``: usable devices, or the reason there are none."""
+
+    backend: str
+    available: bool
+    reason: str = ""
+    devices: tuple[DeviceInfo, ...] = ()
+    compiler: str = ""  # e.g. "nvrtc 13.0"; empty when the backend cannot compile here
+
+
+@dataclass(frozen=True)
+class CompileRequest:
+    """One kernel for one target: ``gompute_compile`` answers with an Artifact.
+
+    ``arch`` None means "the detected device's arch" (a backend that needs a
+    device to know it raises ``BackendUnavailable`` when there is none).
+    ``options`` are extra compiler options, part of the cache key.
+    """
+
+    backend: str
+    kernel: KernelIR
+    arch: str | None = None
+    options: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Artifact:
+    """A compiled kernel: what ``g.compile`` returns and ``gompute build`` writes.
+
+    ``image`` is the loadable bytes (cubin, ptx, hsaco; for the CPU, the
+    rendered Python module's source encoded as UTF-8), ``format`` names it,
+    ``entry`` is the symbol to launch, ``target`` the arch it was built for,
+    ``source`` the rendered code, ``compiler`` the compiler and version that
+    built it, ``digest`` the KernelIR digest it came from.
+    """
+
+    backend: str
+    image: bytes
+    format: str
+    entry: str
+    target: str
+    source: str
+    compiler: str = ""
+    digest: str = ""
+    kind: str = ""
+    extra: tuple[tuple[str, str], ...] = field(default=())
