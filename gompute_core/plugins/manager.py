@@ -1,0 +1,317 @@
+"""The backend registry: pluggy discovery, API-version check, probe and device caches.
+
+Backends are found through the entry-point group ``gompute.backends`` (each
+entry point loads a module or object whose hooks are marked with
+:data:`hookimpl`) and through :func:`register` for in-process plugins. A
+plugin that fails to import, describes itself wrongly or declares another
+plugin API version is recorded with the reason and never affects the
+others. ``GOMPUTE_BACKENDS=cuda,cpu`` restricts and orders what
+:func:`ordered_backends` (``AutoKernel``, ``Compute``) tries.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata as metadata
+import os
+import threading
+import traceback
+from dataclasses import dataclass
+from typing import Any
+
+import pluggy
+
+from ..errors import BackendUnavailable, InvalidArgument, NoDevice, UnsupportedBackend
+from . import hookspecs
+from .records import PLUGIN_API_VERSION, Artifact, Availability, BackendInfo, CompileRequest
+
+ENTRY_POINT_GROUP = "gompute.backends"
+ENV_BACKENDS = "GOMPUTE_BACKENDS"
+
+hookimpl = pluggy.HookimplMarker("gompute")
+"""Marker for a plugin's hook implementations (``@g.hookimpl``)."""
+
+
+@dataclass(frozen=True)
+class BackendRecord:
+    """One installed plugin: its ``info``, or the ``error`` that keeps it out.
+
+    ``name`` is the backend name (the entry point's name when the plugin could
+    not describe itself); ``source`` says where it came from (``"entry point
+    gompute-cpu 0.1.0"`` or ``"registered in-process"``).
+    """
+
+    name: str
+    info: BackendInfo | None
+    error: str
+    source: str
+    plugin: Any = None
+
+    @property
+    def loaded(self) -> bool:
+        """True when the plugin is registered and answers hooks."""
+        return self.info is not None and not self.error
+
+    @property
+    def availability(self) -> Availability:
+        """The cached probe result (see :func:`probe`)."""
+        return probe(self.name)
+
+
+class _Registry:
+    """Process-wide state: the plugin manager, records, probe and device caches."""
+
+    def __init__(self) -> None:
+        self.pm = pluggy.PluginManager("gompute")
+        self.pm.add_hookspecs(hookspecs)
+        self.records: dict[str, BackendRecord] = {}
+        self.probes: dict[str, Availability] = {}
+        self.devices: dict[tuple[str, int], Any] = {}
+
+
+_lock = threading.RLock()
+_state: _Registry | None = None
+
+
+def _registry() -> _Registry:
+    global _state
+    if _state is None:
+        with _lock:
+            if _state is None:
+                state = _Registry()
+                _state = state
+                for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
+                    load_entry_point(ep)
+    return _state
+
+
+def reset(*, discover: bool = True) -> None:
+    """Forget every plugin, probe and device (devices are closed first).
+
+    The next access re-discovers entry points; with ``discover=False`` the
+    registry starts empty (in-process plugins only, e.g. for tests).
+    """
+    global _state
+    with _lock:
+        close_devices()
+        _state = None
+        if not discover:
+            _state = _Registry()
+
+
+def get_plugin_manager() -> pluggy.PluginManager:
+    """The ``pluggy.PluginManager("gompute")`` holding every loaded plugin."""
+    return _registry().pm
+
+
+def _last_line(exc: BaseException) -> str:
+    return traceback.format_exception_only(type(exc), exc)[-1].strip()
+
+
+def _describe(pm: pluggy.PluginManager, plugin: Any) -> BackendInfo:
+    """Call ``plugin``'s own ``gompute_backend_info`` and check what it returns."""
+    impls = [i for i in pm.hook.gompute_backend_info.get_hookimpls() if i.plugin is plugin]
+    if not impls:
+        raise InvalidArgument("the plugin has no gompute_backend_info hook")
+    info = impls[0].function()
+    if not isinstance(info, BackendInfo):
+        raise InvalidArgument(f"gompute_backend_info returned {info!r}, not a BackendInfo")
+    return info
+
+
+def _add(plugin: Any, fallback_name: str, source: str) -> BackendRecord:
+    """Register ``plugin`` and record it (or the reason it was refused)."""
+    state = _registry()
+    pm = state.pm
+    try:
+        pm.register(plugin, name=f"{fallback_name}@{id(plugin):x}")
+    except Exception as exc:
+        record = BackendRecord(fallback_name, None, f"cannot register: {_last_line(exc)}",
+                               source)
+        state.records.setdefault(record.name, record)
+        return record
+    try:
+        info = _describe(pm, plugin)
+    except Exception as exc:
+        pm.unregister(plugin)
+        record = BackendRecord(fallback_name, None,
+                               f"gompute_backend_info failed: {_last_line(exc)}", source)
+        state.records.setdefault(record.name, record)
+        return record
+    error = ""
+    if info.api_version != PLUGIN_API_VERSION:
+        error = (f"plugin API version {info.api_version} is not supported by this "
+                 f"gompute-core (API version {PLUGIN_API_VERSION}); install matching "
+                 "versions of the core and the plugin")
+    elif info.name in state.records and state.records[info.name].loaded:
+        error = (f"backend name {info.name!r} is already provided by "
+                 f"{state.records[info.name].source}")
+    if error:
+        pm.unregister(plugin)
+        record = BackendRecord(info.name, info, error, source)
+        state.records.setdefault(info.name, record)
+        return record
+    record = BackendRecord(info.name, info, "", source, plugin)
+    state.records[info.name] = record
+    state.probes.pop(info.name, None)
+    return record
+
+
+def load_entry_point(ep: metadata.EntryPoint) -> BackendRecord:
+    """Load one ``gompute.backends`` entry point; failures are recorded, never raised."""
+    dist = getattr(ep, "dist", None)
+    source = f"entry point {ep.name} = {ep.value}"
+    if dist is not None:
+        source += f" ({dist.name} {dist.version})"
+    with _lock:
+        try:
+            plugin = ep.load()
+        except Exception as exc:
+            state = _registry()
+            record = BackendRecord(ep.name, None, f"import failed: {_last_line(exc)}", source)
+            state.records.setdefault(ep.name, record)
+            return record
+        return _add(plugin, ep.name, source)
+
+
+def register(plugin: Any, name: str | None = None) -> BackendRecord:
+    """Register an in-process plugin (a module or object with ``@hookimpl`` functions).
+
+    Returns its record; check ``record.error`` for a refusal (API version,
+    duplicate name, broken ``gompute_backend_info``).
+    """
+    with _lock:
+        return _add(plugin, name or getattr(plugin, "__name__", type(plugin).__name__),
+                    "registered in-process")
+
+
+def backends() -> list[BackendRecord]:
+    """Every installed plugin, working or not, highest priority first."""
+    records = list(_registry().records.values())
+    return sorted(records, key=lambda r: (-(r.info.priority if r.info else -1), r.name))
+
+
+def env_order() -> list[str] | None:
+    """The backend names listed in ``GOMPUTE_BACKENDS``, or None when it is unset/empty."""
+    raw = os.environ.get(ENV_BACKENDS, "").strip()
+    if not raw:
+        return None
+    return [n.strip() for n in raw.split(",") if n.strip()]
+
+
+def ordered_backends() -> list[str]:
+    """Names of loaded backends in the order ``AutoKernel``/``Compute`` try them.
+
+    ``GOMPUTE_BACKENDS`` (comma-separated) restricts and orders; otherwise
+    the order is ``BackendInfo.priority``, highest first.
+    """
+    loaded = [r.name for r in backends() if r.loaded]
+    env = env_order()
+    if env is None:
+        return loaded
+    return [n for n in env if n in loaded]
+
+
+def record(name: str) -> BackendRecord:
+    """The record of backend ``name``; ``UnsupportedBackend`` listing what is installed."""
+    records = _registry().records
+    rec = records.get(name)
+    if rec is None:
+        installed = ", ".join(sorted(records)) or "none (pip install gompute-cpu adds the CPU)"
+        raise UnsupportedBackend(f"no installed backend is called {name!r}; "
+                                 f"installed: {installed}")
+    return rec
+
+
+def require(name: str) -> BackendRecord:
+    """The record of a loaded backend ``name``, or ``UnsupportedBackend``/``BackendUnavailable``."""
+    rec = record(name)
+    if not rec.loaded:
+        raise BackendUnavailable(f"backend {name!r} ({rec.source}) is not usable: {rec.error}")
+    return rec
+
+
+def probe(name: str) -> Availability:
+    """Whether ``name`` can run here (cached per process; never raises for installed ones).
+
+    A backend left out of ``GOMPUTE_BACKENDS`` is reported unavailable with
+    that reason (not cached: the variable is read on each call).
+    """
+    rec = record(name)
+    if not rec.loaded:
+        return Availability(name, False, reason=rec.error)
+    env = env_order()
+    if env is not None and name not in env:
+        return Availability(name, False,
+                            reason=f"not listed in {ENV_BACKENDS}={os.environ[ENV_BACKENDS]}")
+    state = _registry()
+    cached = state.probes.get(name)
+    if cached is not None:
+        return cached
+    try:
+        result = state.pm.hook.gompute_probe(backend=name)
+    except Exception as exc:
+        result = Availability(name, False, reason=f"probe raised {_last_line(exc)}")
+    if result is None:
+        result = Availability(name, False, reason="the plugin did not answer gompute_probe")
+    elif not isinstance(result, Availability):
+        result = Availability(name, False,
+                              reason=f"gompute_probe returned {result!r}, not an Availability")
+    state.probes[name] = result
+    return result
+
+
+def compile_artifact(request: CompileRequest) -> Artifact:
+    """Compile through the ``gompute_compile`` hook (no device needed when ``arch`` is set)."""
+    require(request.backend)
+    artifact = _registry().pm.hook.gompute_compile(request=request)
+    if artifact is None:
+        raise UnsupportedBackend(f"backend {request.backend!r} did not answer gompute_compile")
+    return artifact
+
+
+def open_device(name: str, ordinal: int = 0) -> Any:
+    """The cached :class:`~gompute_core.runtime.protocols.Device` ``ordinal`` of ``name``.
+
+    ``BackendUnavailable`` (with the probe's reason) when the backend cannot
+    run here, ``NoDevice`` for an ordinal the probe did not report.
+    """
+    if isinstance(ordinal, bool) or not isinstance(ordinal, int) or ordinal < 0:
+        raise InvalidArgument(f"device: expected a non-negative int ordinal, got {ordinal!r}")
+    require(name)
+    state = _registry()
+    key = (name, ordinal)
+    with _lock:
+        device = state.devices.get(key)
+        if device is not None:
+            return device
+        avail = probe(name)
+        if not avail.available:
+            raise BackendUnavailable(f"backend {name!r} is unavailable: {avail.reason}")
+        if avail.devices and ordinal >= len(avail.devices):
+            raise NoDevice(f"backend {name!r} has {len(avail.devices)} device(s); "
+                           f"ordinal {ordinal} does not exist")
+        device = state.pm.hook.gompute_device(backend=name, ordinal=ordinal)
+        if device is None:
+            raise UnsupportedBackend(f"backend {name!r} did not answer gompute_device")
+        state.devices[key] = device
+        return device
+
+
+def close_devices() -> None:
+    """Close every cached device (those with a ``close`` method) and forget them."""
+    with _lock:
+        if _state is None:
+            return
+        devices = list(_state.devices.values())
+        _state.devices.clear()
+    for device in devices:
+        close = getattr(device, "close", None)
+        if close is not None:
+            close()
+
+
+__all__ = [
+    "BackendRecord", "ENTRY_POINT_GROUP", "ENV_BACKENDS", "backends", "close_devices",
+    "compile_artifact", "env_order", "get_plugin_manager", "hookimpl", "load_entry_point",
+    "open_device", "ordered_backends", "probe", "record", "register", "require", "reset",
+]

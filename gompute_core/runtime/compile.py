@@ -1,0 +1,119 @@
+"""Ahead-of-time compilation: ``g.compile`` and the prebuilt-artifact directory.
+
+``gompute build`` writes, for every spec, ``<name>.<backend>.<target>.json``
+(the manifest), the image ``<name>.<backend>.<target>.bin`` and the rendered
+source ``<name>.<backend>.<target>.src`` into one directory. A ``Kernel``
+looks there first (its ``artifact_dir=`` argument, else
+``$GOMPUTE_ARTIFACT_DIR``) so a deployment never compiles at run time. A
+manifest whose IR digest differs from the spec's current one is stale: it is
+ignored with a ``GomputeWarning``; an image whose sha256 does not match its
+manifest is refused the same way.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import warnings
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..errors import GomputeWarning, InvalidArgument
+from ..ir.kernel import KernelIR
+from ..plugins import manager
+from ..plugins.records import Artifact, CompileRequest
+
+if TYPE_CHECKING:
+    from ..specs import Spec
+
+ENV_ARTIFACT_DIR = "GOMPUTE_ARTIFACT_DIR"
+MANIFEST_VERSION = 1
+
+
+def compile(spec: Spec, backend: str, arch: str | None = None,
+            options: Iterable[str] = ()) -> Artifact:
+    """Compile ``spec`` for ``backend`` and ``arch`` through the plugin (no device needed
+    when ``arch`` is given; ``None`` means the detected device's arch)."""
+    from ..specs import Spec
+
+    if not isinstance(spec, Spec):
+        raise InvalidArgument(f"g.compile: spec must be a Spec, got {spec!r}")
+    if isinstance(options, str):
+        raise InvalidArgument("g.compile: options must be a sequence of strings, not a string")
+    opts = tuple(options)
+    for o in opts:
+        if not isinstance(o, str):
+            raise InvalidArgument(f"g.compile: option {o!r} is not a string")
+    request = CompileRequest(backend=backend, kernel=spec.lower(), arch=arch, options=opts)
+    return manager.compile_artifact(request)
+
+
+def _stem(name: str, backend: str, target: str) -> str:
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in target)
+    return f"{name}.{backend}.{safe}"
+
+
+def write_artifact(directory: str | os.PathLike[str], artifact: Artifact,
+                   kir: KernelIR) -> Path:
+    """Write ``artifact`` (compiled from ``kir``) and its manifest; return the manifest path."""
+    name = kir.name
+    out = Path(directory)
+    out.mkdir(parents=True, exist_ok=True)
+    stem = _stem(name, artifact.backend, artifact.target)
+    manifest = {
+        "manifest_version": MANIFEST_VERSION, "name": name, "backend": artifact.backend,
+        "format": artifact.format, "entry": artifact.entry, "target": artifact.target,
+        "compiler": artifact.compiler, "digest": kir.digest(), "kind": artifact.kind,
+        "image": f"{stem}.bin", "source": f"{stem}.src",
+        "image_sha256": hashlib.sha256(artifact.image).hexdigest(),
+        "extra": [list(pair) for pair in artifact.extra],
+    }
+    for filename, data in ((f"{stem}.bin", artifact.image),
+                           (f"{stem}.src", artifact.source.encode()),
+                           (f"{stem}.json", json.dumps(manifest, indent=2).encode())):
+        tmp = out / f".{filename}.tmp{os.getpid()}"
+        tmp.write_bytes(data)
+        os.replace(tmp, out / filename)
+    return out / f"{stem}.json"
+
+
+def find_prebuilt(kir: KernelIR, backend: str, arch: str,
+                  artifact_dir: str | os.PathLike[str] | None = None) -> Artifact | None:
+    """The prebuilt artifact of ``kir`` for ``backend``/``arch``, or None.
+
+    Looks in ``artifact_dir``, else ``$GOMPUTE_ARTIFACT_DIR``; None when
+    neither is set or no manifest matches. Stale or corrupt entries warn and
+    give None (the caller compiles).
+    """
+    directory = artifact_dir if artifact_dir is not None else os.environ.get(ENV_ARTIFACT_DIR)
+    if not directory:
+        return None
+    path = Path(directory) / f"{_stem(kir.name, backend, arch)}.json"
+    if not path.is_file():
+        return None
+    try:
+        manifest = json.loads(path.read_text())
+        image = (path.parent / manifest["image"]).read_bytes()
+        source_path = path.parent / manifest["source"]
+        source = source_path.read_text() if source_path.is_file() else ""
+    except (OSError, ValueError, KeyError) as exc:
+        warnings.warn(f"prebuilt artifact {path} is unreadable ({exc}); compiling instead",
+                      GomputeWarning, stacklevel=3)
+        return None
+    if manifest.get("digest") != kir.digest():
+        warnings.warn(f"prebuilt artifact {path} was built from another version of kernel "
+                      f"{kir.name!r} (IR digest differs); compiling instead. Re-run "
+                      "`gompute build`.", GomputeWarning, stacklevel=3)
+        return None
+    if hashlib.sha256(image).hexdigest() != manifest.get("image_sha256"):
+        warnings.warn(f"prebuilt artifact {path}: image checksum mismatch; compiling instead",
+                      GomputeWarning, stacklevel=3)
+        return None
+    return Artifact(
+        backend=backend, image=image, format=manifest["format"], entry=manifest["entry"],
+        target=manifest["target"], source=source, compiler=manifest.get("compiler", ""),
+        digest=manifest["digest"], kind=manifest.get("kind", ""),
+        extra=tuple((str(k), str(v)) for k, v in manifest.get("extra", [])),
+    )

@@ -1,0 +1,365 @@
+"""``Kernel`` and ``AutoKernel``: one spec loaded on one backend's device.
+
+``run`` is the convenience path (validate, then either the program's own
+host ``run`` — the CPU — or alloc/upload/launch/sync/download through cached
+device buffers). ``alloc``/``launch``/``context.synchronize`` is the
+allocation-free path: ``launch`` *is* the program's bound ``launch`` (no
+extra Python frame). See ``docs/handles.md`` for the decisions.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+
+from ..errors import BackendUnavailable, GomputeWarning, InvalidArgument, Unsupported
+from ..ir.kernel import KernelIR
+from ..plugins import manager
+from ..plugins.records import Artifact, BackendInfo, CompileRequest
+from ..specs import Spec
+from ..types import short_name
+from . import checks
+from .compile import find_prebuilt
+
+MAX_REDUCE_BLOCKS = 1024
+"""Most partials a reduce launch writes (``reduce_blocks`` never exceeds it)."""
+
+_DEFAULT_ROLE = {
+    "map": "T", "map_indexed": "T", "reduce": "T", "gather": "T", "scatter": "T",
+    "map_to": "Out", "zip": "Out",
+}
+
+
+def _closed(*args: Any, **kwargs: Any) -> Any:
+    raise InvalidArgument("this kernel handle is closed")
+
+
+def capability_gap(info: BackendInfo, spec: Spec) -> str:
+    """Why ``info``'s backend cannot run ``spec`` (kind or value type), or ``""``."""
+    if spec.kind not in info.kinds:
+        return f"backend {info.name!r} does not support {spec.kind} kernels"
+    for role, t in spec.value_types:
+        if short_name(t) in info.unsupported_types:
+            return f"backend {info.name!r} does not support {short_name(t)} ({role})"
+    return ""
+
+
+class Kernel:
+    """``spec`` compiled and loaded on ``backend``'s device ``device``.
+
+    Use as a context manager or call :meth:`close` (idempotent). With
+    ``artifact_dir`` (or ``$GOMPUTE_ARTIFACT_DIR``) a prebuilt artifact from
+    ``gompute build`` is used instead of compiling.
+    """
+
+    spec: Spec
+    backend: str
+    ordinal: int
+    kernel_ir: KernelIR
+    artifact: Artifact
+    launch: Any
+
+    def __init__(self, spec: Spec, backend: str, device: int = 0, *,
+                 artifact_dir: str | None = None) -> None:
+        if not isinstance(spec, Spec):
+            raise InvalidArgument(f"spec: expected a Spec (g.map, g.sum, ...), got {spec!r}")
+        if not isinstance(backend, str):
+            raise InvalidArgument(f"backend: expected a backend name, got {backend!r}")
+        self._open(spec, backend, device, artifact_dir)
+
+    def _open(self, spec: Spec, backend: str, ordinal: int, artifact_dir: str | None) -> None:
+        """Lower, compile (or find prebuilt), load; set every attribute of the handle."""
+        self._bufs: dict[str, Any] = {}
+        self._closed_flag = True
+        info = manager.require(backend).info
+        gap = capability_gap(info, spec)
+        if gap:
+            raise Unsupported(f"{spec.name}: {gap}")
+        kir = spec.lower()
+        device = manager.open_device(backend, ordinal)
+        artifact = find_prebuilt(kir, backend, device.arch, artifact_dir)
+        if artifact is None:
+            artifact = manager.compile_artifact(
+                CompileRequest(backend=backend, kernel=kir, arch=device.arch))
+        program = device.program(artifact, kir)
+        self.spec, self.backend, self.ordinal = spec, backend, ordinal
+        self.kernel_ir, self.artifact = kir, artifact
+        self.device = device
+        self.program = program
+        self.launch = program.launch
+        self._prun = getattr(program, "run", None)
+        self._P = spec.params
+        self._types = {role: np.dtype(t) for role, t in spec.value_types}
+        self._runner = getattr(self, f"_run_{spec.kind}")
+        self._closed_flag = False
+
+    # ----------------------------------------------------------------- public surface
+    @property
+    def context(self) -> Any:
+        """The device (``k.context.synchronize()`` waits for all launched work)."""
+        return self.device
+
+    @property
+    def block_size(self) -> int:
+        """Threads per block (the spec's ``block_size``)."""
+        return self.spec.block_size
+
+    @property
+    def stream(self) -> Any:
+        """The stream ``launch`` enqueues on (settable when the backend allows it)."""
+        return self.program.stream
+
+    @stream.setter
+    def stream(self, value: Any) -> None:
+        try:
+            self.program.stream = value
+        except AttributeError:
+            raise Unsupported(f"backend {self.backend!r} does not let a kernel's stream be "
+                              "changed") from None
+
+    @property
+    def closed(self) -> bool:
+        """True after :meth:`close`."""
+        return self._closed_flag
+
+    def reduce_blocks(self, count: int) -> int:
+        """Partials a reduce launch over ``count`` elements writes.
+
+        ``min(ceil(count / block_size), 1024)`` (0 for 0).
+        """
+        n = checks.count(count)
+        return min(-(-n // self.spec.block_size), MAX_REDUCE_BLOCKS)
+
+    def fold(self, partials: np.ndarray) -> np.generic:
+        """Fold downloaded reduce partials into the result (see :meth:`Spec.fold`)."""
+        return self.spec.fold(partials)
+
+    def alloc(self, count: int, role: str | None = None) -> Any:
+        """A device buffer of ``count`` ELEMENTS of the value type playing ``role``.
+
+        ``role`` defaults to ``T``, or ``Out`` for map_to and zip; pass ``"In"``,
+        ``"A"``, ``"B"`` or ``"Idx"`` for the other arrays. The buffer is the
+        backend's (``upload``/``download`` in BYTES, ``free()``).
+        """
+        self._check_open()
+        n = checks.count(count)
+        role = role or _DEFAULT_ROLE[self.spec.kind]
+        dtype = self._types.get(role)
+        if dtype is None:
+            raise InvalidArgument(f"role: a {self.spec.kind} kernel has no value type {role!r} "
+                                  f"(roles: {', '.join(self._types)})")
+        return self.device.alloc(n * dtype.itemsize)
+
+    def run(self, *args: Any) -> Any:
+        """Validate, then run on host arrays; returns the output array or the reduce result.
+
+        map/map_indexed ``(data, p)`` -> ``data``; map_to ``(inp, out, p)`` ->
+        ``out``; zip ``(a, b, out, p)`` -> ``out``; reduce ``(data, p)`` -> a
+        ``T`` scalar (the identity for empty input); gather/scatter
+        ``(src, idx, out)`` -> ``out``. ``p`` may be omitted when P is None.
+        """
+        return self._runner(*args)
+
+    def close(self) -> None:
+        """Free the cached device buffers; later calls raise ``InvalidArgument`` (idempotent)."""
+        if self._closed_flag:
+            return
+        self._closed_flag = True
+        self.launch = _closed
+        self._runner = _closed
+        bufs, self._bufs = list(self._bufs.values()), {}
+        for buf in bufs:
+            buf.free()
+
+    def __enter__(self) -> Kernel:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed_flag else f"device {self.ordinal}"
+        return f"<{type(self).__name__} {self.spec.name!r} on {self.backend} ({state})>"
+
+    def _check_open(self) -> None:
+        if self._closed_flag:
+            raise InvalidArgument("this kernel handle is closed")
+
+    # ----------------------------------------------------------------- device path helpers
+    def _buf(self, slot: str, nbytes: int) -> Any:
+        """The cached device buffer ``slot``, grown to at least ``nbytes``."""
+        buf = self._bufs.get(slot)
+        if buf is None or buf.nbytes < nbytes:
+            if buf is not None:
+                del self._bufs[slot]
+                buf.free()
+            buf = self.device.alloc(max(nbytes, 64))
+            self._bufs[slot] = buf
+        return buf
+
+    def _put(self, slot: str, host: np.ndarray) -> Any:
+        buf = self._buf(slot, host.nbytes)
+        if host.nbytes:
+            buf.upload(host)
+        return buf
+
+    # ----------------------------------------------------------------- per-kind runners
+    def _run_map(self, data: Any, p: Any = None) -> Any:
+        d = checks.array(data, "data", self._types["T"], True)
+        checks.params(p, self._P, self.spec.name)
+        if self._prun is not None:
+            self._prun(d, p)
+        elif d.size:
+            buf = self._put("data", d)
+            self.launch(buf, d.size, p)
+            self.device.synchronize()
+            buf.download(d)
+        return data
+
+    _run_map_indexed = _run_map
+
+    def _run_map_to(self, inp: Any, out: Any, p: Any = None) -> Any:
+        i = checks.array(inp, "inp", self._types["In"], False)
+        o = checks.array(out, "out", self._types["Out"], True)
+        checks.same_shape(inp, "inp", out, "out")
+        checks.params(p, self._P, self.spec.name)
+        if self._prun is not None:
+            self._prun(i, o, p)
+        elif i.size:
+            ib, ob = self._put("in", i), self._buf("out", o.nbytes)
+            self.launch(ib, ob, i.size, p)
+            self.device.synchronize()
+            ob.download(o)
+        return out
+
+    def _run_zip(self, a: Any, b: Any, out: Any, p: Any = None) -> Any:
+        x = checks.array(a, "a", self._types["A"], False)
+        y = checks.array(b, "b", self._types["B"], False)
+        o = checks.array(out, "out", self._types["Out"], True)
+        checks.same_shape(a, "a", b, "b")
+        checks.same_shape(a, "a", out, "out")
+        checks.params(p, self._P, self.spec.name)
+        if self._prun is not None:
+            self._prun(x, y, o, p)
+        elif x.size:
+            ab, bb, ob = self._put("a", x), self._put("b", y), self._buf("out", o.nbytes)
+            self.launch(ab, bb, ob, x.size, p)
+            self.device.synchronize()
+            ob.download(o)
+        return out
+
+    def _run_reduce(self, data: Any, p: Any = None) -> Any:
+        d = checks.array(data, "data", self._types["T"], False)
+        checks.params(p, self._P, self.spec.name)
+        T = self.spec.T
+        if self._prun is not None:
+            result = self._prun(d, p)
+            return result if type(result) is T else T(result)
+        n = d.size
+        if n == 0:
+            return T(self.spec.identity)
+        blocks = self.reduce_blocks(n)
+        dbuf = self._put("data", d)
+        pbuf = self._buf("partials", blocks * self._types["T"].itemsize)
+        self.launch(dbuf, n, pbuf, blocks, p)
+        self.device.synchronize()
+        partials = np.empty(blocks, T)
+        pbuf.download(partials)
+        return self.spec.fold(partials)
+
+    def _gather_scatter(self, src: Any, idx: Any, out: Any) -> tuple[np.ndarray, ...]:
+        s = checks.array(src, "src", self._types["T"], False)
+        i = checks.array(idx, "idx", self._types["Idx"], False)
+        o = checks.array(out, "out", self._types["T"], True)
+        checks.disjoint(src, "src", out, "out")
+        checks.disjoint(idx, "idx", out, "out")
+        return s, i, o
+
+    def _device_gather_scatter(self, s: np.ndarray, i: np.ndarray, o: np.ndarray,
+                               n: int, bound: int) -> None:
+        sb, ib, ob = self._put("src", s), self._put("idx", i), self._put("out", o)
+        self.launch(sb, ib, ob, n, bound)
+        self.device.synchronize()
+        ob.download(o)
+
+    def _run_gather(self, src: Any, idx: Any, out: Any) -> Any:
+        s, i, o = self._gather_scatter(src, idx, out)
+        checks.same_shape(idx, "idx", out, "out")
+        if self._prun is not None:
+            self._prun(s, i, o)
+        elif i.size:
+            self._device_gather_scatter(s, i, o, i.size, s.size)
+        return out
+
+    def _run_scatter(self, src: Any, idx: Any, out: Any) -> Any:
+        s, i, o = self._gather_scatter(src, idx, out)
+        checks.same_shape(src, "src", idx, "idx")
+        if self._prun is not None:
+            self._prun(s, i, o)
+        elif s.size and o.size:
+            self._device_gather_scatter(s, i, o, s.size, o.size)
+        return out
+
+
+class AutoKernel(Kernel):
+    """A ``Kernel`` on the best backend that can run ``spec``.
+
+    Backends are tried in priority order (CUDA, HIP, then CPU; or the order
+    of ``GOMPUTE_BACKENDS``). One that is unavailable (no driver, no device)
+    or cannot run the kind/types is skipped silently. One that is available
+    but fails to compile or load the kernel — or a plugin that failed to
+    import — is skipped with a ``GomputeWarning`` naming the cause;
+    ``AutoKernel.strict(spec)`` raises instead.
+    """
+
+    def __init__(self, spec: Spec, *, strict: bool = False,
+                 artifact_dir: str | None = None) -> None:
+        if not isinstance(spec, Spec):
+            raise InvalidArgument(f"spec: expected a Spec (g.map, g.sum, ...), got {spec!r}")
+        spec.lower()  # kernel-language errors are the user's, whatever the backend
+        self.strict_mode = strict
+        tried: list[str] = []
+        env = manager.env_order()
+        for rec in manager.backends():
+            if not rec.loaded and (env is None or rec.name in env):
+                self._skip_broken(spec, f"plugin {rec.name!r} is installed but unusable: "
+                                        f"{rec.error}", tried)
+        for name in manager.ordered_backends():
+            avail = manager.probe(name)
+            if not avail.available:
+                tried.append(f"{name}: {avail.reason}")
+                continue
+            gap = capability_gap(manager.record(name).info, spec)
+            if gap:
+                tried.append(f"{name}: {gap}")
+                continue
+            try:
+                self._open(spec, name, 0, artifact_dir)
+            except Exception as exc:
+                self._skip_broken(spec, f"backend {name!r} is available but could not "
+                                        f"compile or load {spec.name!r}: "
+                                        f"{type(exc).__name__}: {exc}", tried, exc)
+                continue
+            return
+        detail = "; ".join(tried) if tried else \
+            "no backends installed (pip install gompute-cpu adds the CPU backend)"
+        raise BackendUnavailable(f"AutoKernel({spec.name!r}): no backend can run it: {detail}")
+
+    def _skip_broken(self, spec: Spec, message: str, tried: list[str],
+                     cause: BaseException | None = None) -> None:
+        if self.strict_mode:
+            raise BackendUnavailable(f"AutoKernel.strict({spec.name!r}): {message}") from cause
+        warnings.warn(f"AutoKernel({spec.name!r}): {message}; trying the next backend",
+                      GomputeWarning, stacklevel=3)
+        tried.append(message)
+
+    @classmethod
+    def strict(cls, spec: Spec, *, artifact_dir: str | None = None) -> AutoKernel:
+        """Like ``AutoKernel(spec)``, but a backend that is available and fails raises."""
+        return cls(spec, strict=True, artifact_dir=artifact_dir)
+
+    def selected(self) -> str:
+        """The name of the backend in use."""
+        return self.backend

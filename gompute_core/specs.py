@@ -1,0 +1,488 @@
+"""Spec constructors: what a kernel computes, independent of any backend.
+
+A :class:`Spec` is immutable. It names the kernel (a C identifier, unique in
+the process), its kind, block size, value types, params class and the Python
+functions it applies. ``spec.lower()`` turns it into the backend-neutral
+:class:`~gompute_core.ir.kernel.KernelIR` (cached), and ``spec.fold(partials)``
+is the host-side fold of reduce partials shared by every backend.
+"""
+
+from __future__ import annotations
+
+import inspect
+import keyword
+import os
+import re
+import sys
+import threading
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .errors import InvalidArgument
+from .ir.kernel import KernelIR, Kind
+from .types import ScalarType, as_scalar_type, is_float, is_int, short_name, u64
+
+Preset = typing.Literal["sum", "min", "max", "any", "all"]
+
+_C_KEYWORDS = frozenset("""
+    auto break case char const continue default do double else enum extern float for goto if
+    inline int long register restrict return short signed sizeof static struct switch typedef
+    union unsigned void volatile while bool true false class namespace template typename this
+    new delete operator private protected public virtual friend using throw try catch
+    """.split())
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+_registry_lock = threading.Lock()
+_registry: dict[str, Spec] = {}
+
+
+@dataclass(frozen=True, eq=False)
+class Spec:
+    """One kernel: kind, block size, value types, params class and functions.
+
+    Value-type attributes that do not apply to the kind are None: ``T`` (map,
+    map_indexed, reduce, gather, scatter), ``In``/``Out`` (map_to),
+    ``A``/``B``/``Out`` (zip), ``Idx`` (gather, scatter). ``fn`` is the
+    element function (map kinds), ``combine``/``identity``/``pre`` describe a
+    reduce, ``preset`` names a built-in reduce (``"sum"``, ``"min"``, ...).
+    ``defined_at`` is the ``file:line`` of the constructor call.
+    """
+
+    name: str
+    kind: Kind
+    block_size: int
+    params: type | None
+    T: ScalarType | None = None
+    In: ScalarType | None = None
+    Out: ScalarType | None = None
+    A: ScalarType | None = None
+    B: ScalarType | None = None
+    Idx: ScalarType | None = None
+    fn: Callable[..., Any] | None = None
+    combine: Callable[..., Any] | None = None
+    identity: Any = None
+    pre: Callable[..., Any] | None = None
+    preset: Preset | None = None
+    defined_at: str = ""
+    _ir: list[KernelIR] = field(default_factory=list, repr=False)
+
+    @property
+    def value_types(self) -> tuple[tuple[str, ScalarType], ...]:
+        """``(role, type)`` pairs of the roles this kind uses, in ABI order."""
+        roles = ("T", "In", "A", "B", "Out", "Idx")
+        return tuple((r, getattr(self, r)) for r in roles if getattr(self, r) is not None)
+
+    def lower(self) -> KernelIR:
+        """Lower to a :class:`KernelIR` (computed once per spec, then cached).
+
+        Raises ``KernelSyntaxError`` for a function outside the kernel language.
+        """
+        if self._ir:
+            return self._ir[0]
+        from .lowering import lower_spec
+
+        kir = lower_spec(self)
+        self._ir.append(kir)
+        return kir
+
+    def fold(self, partials: np.ndarray) -> np.generic:
+        """Fold reduce ``partials`` (one per block, dtype ``T``) into one ``T`` scalar.
+
+        Presets use NumPy's reductions (``min``/``max`` propagate NaN); a
+        custom ``combine`` runs as plain Python on NumPy scalars from
+        ``identity``. An empty ``partials`` gives the identity.
+        """
+        if self.kind != "reduce":
+            raise InvalidArgument(f"spec {self.name!r} is a {self.kind}, not a reduce: no fold")
+        T = self.T
+        ident = T(self.identity)
+        if self.preset == "sum":
+            return np.add.reduce(partials, dtype=T, initial=ident)
+        if self.preset == "min":
+            return np.minimum.reduce(partials, dtype=T, initial=ident)
+        if self.preset == "max":
+            return np.maximum.reduce(partials, dtype=T, initial=ident)
+        if self.preset == "any":
+            return T(1) if np.any(partials != 0) else T(0)
+        if self.preset == "all":
+            return T(1) if np.all(partials != 0) else T(0)
+        combine = self.combine
+        acc = ident
+        with np.errstate(all="ignore"):
+            for x in partials:
+                acc = T(combine(acc, x))
+        return acc
+
+    def __repr__(self) -> str:
+        types = ", ".join(f"{r}={short_name(t)}" for r, t in self.value_types)
+        p = self.params.__qualname__ if self.params is not None else "None"
+        return (f"<Spec {self.name!r} {self.kind} {types} params={p} "
+                f"block_size={self.block_size}>")
+
+
+def registered_spec(name: str) -> Spec | None:
+    """The spec registered under ``name`` in this process, or None."""
+    return _registry.get(name)
+
+
+def _caller() -> str:
+    """``file:line`` of the first frame outside this module."""
+    frame = sys._getframe(1)
+    here = os.path.abspath(__file__)
+    while frame is not None and os.path.abspath(frame.f_code.co_filename) == here:
+        frame = frame.f_back
+    if frame is None:
+        return "<unknown>"
+    return f"{frame.f_code.co_filename}:{frame.f_lineno}"
+
+
+def _where(fn: Any) -> str:
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return repr(fn)
+    return f"{getattr(fn, '__qualname__', fn)} ({code.co_filename}:{code.co_firstlineno})"
+
+
+def _check_name(ctor: str, name: Any) -> str:
+    if not isinstance(name, str) or not _IDENT.match(name):
+        raise InvalidArgument(f"{ctor}: name {name!r} is not a C identifier "
+                              "(letters, digits and '_', not starting with a digit)")
+    if name in _C_KEYWORDS or keyword.iskeyword(name) or "__" in name:
+        raise InvalidArgument(f"{ctor}: name {name!r} is reserved in C, C++ or Python "
+                              "(keywords and names containing '__' are not allowed)")
+    return name
+
+
+def _check_block(ctor: str, block_size: Any) -> int:
+    if isinstance(block_size, bool) or not isinstance(block_size, (int, np.integer)):
+        raise InvalidArgument(f"{ctor}: block_size must be an int in 1..1024, "
+                              f"got {block_size!r}")
+    if not 1 <= int(block_size) <= 1024:
+        raise InvalidArgument(f"{ctor}: block_size must be in 1..1024, got {block_size}")
+    return int(block_size)
+
+
+def _check_type(ctor: str, role: str, t: Any, *, allow_bool: bool = True,
+                ints_only: bool = False) -> ScalarType:
+    st = as_scalar_type(t)
+    if st is None:
+        raise InvalidArgument(f"{ctor}: {role} must be a Gompute scalar type (g.i8 ... g.f64 "
+                              f"or bool), got {t!r}")
+    if ints_only and not is_int(st):
+        raise InvalidArgument(f"{ctor}: {role} must be an integer type, got {short_name(st)}")
+    if st is np.bool_ and not allow_bool:
+        raise InvalidArgument(f"{ctor}: {role} cannot be bool for this kind")
+    return st
+
+
+def _check_params(ctor: str, P: Any) -> type | None:
+    if P is None:
+        return None
+    from .abi import is_params_class
+
+    if not isinstance(P, type) or not is_params_class(P):
+        raise InvalidArgument(f"{ctor}: P must be a @g.params class or None, got {P!r}")
+    return P
+
+
+def _positional_arity(ctor: str, what: str, fn: Any) -> int:
+    """Number of positional parameters of ``fn`` (or of its ``eval`` for fused objects)."""
+    target = fn
+    if not inspect.isfunction(fn) and not inspect.ismethod(fn):
+        ev = getattr(fn, "eval", None)
+        if not callable(ev):
+            raise InvalidArgument(f"{ctor}: {what} must be a Python function, a lambda or a "
+                                  f"g.Fused/g.Unary object, got {fn!r}")
+        target = ev
+    try:
+        sig = inspect.signature(target)
+    except (TypeError, ValueError) as exc:
+        raise InvalidArgument(f"{ctor}: cannot read the signature of {what} {fn!r}: {exc}"
+                              ) from None
+    count = 0
+    for prm in sig.parameters.values():
+        if prm.kind in (prm.POSITIONAL_ONLY, prm.POSITIONAL_OR_KEYWORD):
+            count += 1
+        elif prm.kind is prm.KEYWORD_ONLY and prm.default is prm.empty:
+            raise InvalidArgument(f"{ctor}: {what} {_where(target)} has a keyword-only "
+                                  f"parameter {prm.name!r}; kernel functions take "
+                                  "positional scalars only")
+        elif prm.kind in (prm.VAR_POSITIONAL, prm.VAR_KEYWORD):
+            raise InvalidArgument(f"{ctor}: {what} {_where(target)} has *args/**kwargs; "
+                                  "kernel functions take a fixed number of arguments")
+    return count
+
+
+def _check_arity(ctor: str, what: str, fn: Any, shape: str, base: int,
+                 has_params: bool) -> None:
+    """``fn`` takes ``base`` value arguments plus ``p`` (``p`` optional when P is None)."""
+    n = _positional_arity(ctor, what, fn)
+    allowed = {base + 1} if has_params else {base, base + 1}
+    if n not in allowed:
+        expect = " or ".join(str(a) for a in sorted(allowed))
+        raise InvalidArgument(f"{ctor}: {what} {_where(fn)} takes {n} argument(s); "
+                              f"expected {expect}: {shape}")
+
+
+def _identity_value(ctor: str, identity: Any, T: ScalarType) -> int | float | bool:
+    """``identity`` converted to ``T``'s value domain, or ``InvalidArgument``."""
+    if isinstance(identity, (bool, np.bool_)):
+        identity = int(identity)
+    if not isinstance(identity, (int, float, np.integer, np.floating)):
+        raise InvalidArgument(f"{ctor}: identity must be a number, got {identity!r}")
+    if T is np.bool_:
+        if identity not in (0, 1):
+            raise InvalidArgument(f"{ctor}: identity {identity!r} is not a bool (0 or 1)")
+        return bool(identity)
+    if is_int(T):
+        if isinstance(identity, (float, np.floating)) and not float(identity).is_integer():
+            raise InvalidArgument(f"{ctor}: identity {identity!r} is not an integer, "
+                                  f"T is {short_name(T)}")
+        value = int(identity)
+        info = np.iinfo(T)
+        if not info.min <= value <= info.max:
+            raise InvalidArgument(f"{ctor}: identity {identity!r} does not fit "
+                                  f"{short_name(T)} ({info.min}..{info.max})")
+        return value
+    value = float(identity)
+    with np.errstate(over="ignore"):
+        converted = float(T(value))
+    if np.isinf(converted) and not np.isinf(value):
+        raise InvalidArgument(f"{ctor}: identity {identity!r} overflows {short_name(T)}")
+    return converted
+
+
+def _register(spec: Spec) -> Spec:
+    """Enter ``spec`` in the process registry; a name defined elsewhere is an error.
+
+    Re-running the same definition (same ``file:line``, e.g. ``importlib.reload``)
+    replaces the earlier spec.
+    """
+    with _registry_lock:
+        old = _registry.get(spec.name)
+        if old is not None and old.defined_at != spec.defined_at:
+            raise InvalidArgument(f"spec name {spec.name!r} is already used by a "
+                                  f"{old.kind} defined at {old.defined_at}; names are "
+                                  "unique in the process")
+        _registry[spec.name] = spec
+    return spec
+
+
+def _new(ctor: str, name: Any, kind: Kind, block_size: Any, **fields: Any) -> Spec:
+    spec = Spec(name=_check_name(ctor, name), kind=kind,
+                block_size=_check_block(ctor, block_size), defined_at=_caller(), **fields)
+    return _register(spec)
+
+
+def map(name: str, T: Any, P: type | None, f: Callable[..., Any], *,
+        block_size: int = 256) -> Spec:
+    """``data[i] = f(data[i], p)`` in place; ``f(x, p) -> T``."""
+    ctor = f"g.map({name!r})"
+    t = _check_type(ctor, "T", T)
+    P = _check_params(ctor, P)
+    _check_arity(ctor, "kernel function", f, "f(x, p)", 1, P is not None)
+    return _new(ctor, name, "map", block_size, params=P, T=t, fn=f)
+
+
+def _annotation(ctor: str, hints: dict[str, Any], fn: Any, pname: str, what: str) -> Any:
+    if pname not in hints:
+        raise InvalidArgument(f"{ctor}: {_where(fn)} has no annotation for {pname!r}; "
+                              f"g.map_fn reads {what} from it (e.g. x: g.f32, p: Scale)")
+    return hints[pname]
+
+
+def map_fn(name: str, f: Callable[..., Any], *, block_size: int = 256) -> Spec:
+    """A map whose ``T`` and ``P`` are read from ``f``'s annotations.
+
+    ``def f(x: g.f32, p: Scale) -> g.f32`` (``p`` optional; a return
+    annotation, when present, must be ``T``).
+    """
+    ctor = f"g.map_fn({name!r})"
+    if not inspect.isfunction(f):
+        raise InvalidArgument(f"{ctor}: expected an annotated Python function, got {f!r}")
+    try:
+        hints = typing.get_type_hints(f)
+    except Exception as exc:
+        raise InvalidArgument(f"{ctor}: cannot evaluate the annotations of {_where(f)}: "
+                              f"{type(exc).__name__}: {exc}") from None
+    names = [p.name for p in inspect.signature(f).parameters.values()]
+    if len(names) not in (1, 2):
+        raise InvalidArgument(f"{ctor}: {_where(f)} takes {len(names)} argument(s); "
+                              "expected f(x: T) or f(x: T, p: P)")
+    T = _check_type(ctor, f"annotation of {names[0]!r}",
+                    _annotation(ctor, hints, f, names[0], "T"))
+    P = None
+    if len(names) == 2:
+        P = _check_params(ctor, _annotation(ctor, hints, f, names[1], "P"))
+    if "return" in hints and as_scalar_type(hints["return"]) is not T:
+        raise InvalidArgument(f"{ctor}: {_where(f)} returns {hints['return']!r} but its "
+                              f"argument is {short_name(T)}; a map returns T "
+                              "(use g.map_to for another output type)")
+    return _new(ctor, name, "map", block_size, params=P, T=T, fn=f)
+
+
+def map_to(name: str, In: Any, Out: Any, P: type | None, f: Callable[..., Any], *,
+           block_size: int = 256) -> Spec:
+    """``out[i] = f(inp[i], p)``; ``f(x: In, p) -> Out``."""
+    ctor = f"g.map_to({name!r})"
+    tin = _check_type(ctor, "In", In)
+    tout = _check_type(ctor, "Out", Out)
+    P = _check_params(ctor, P)
+    _check_arity(ctor, "kernel function", f, "f(x, p)", 1, P is not None)
+    return _new(ctor, name, "map_to", block_size, params=P, In=tin, Out=tout, fn=f)
+
+
+def zip(name: str, A: Any, B: Any, Out: Any, P: type | None, f: Callable[..., Any], *,
+        block_size: int = 256) -> Spec:
+    """``out[i] = f(a[i], b[i], p)``; ``f(a: A, b: B, p) -> Out``."""
+    ctor = f"g.zip({name!r})"
+    ta = _check_type(ctor, "A", A)
+    tb = _check_type(ctor, "B", B)
+    tout = _check_type(ctor, "Out", Out)
+    P = _check_params(ctor, P)
+    _check_arity(ctor, "kernel function", f, "f(a, b, p)", 2, P is not None)
+    return _new(ctor, name, "zip", block_size, params=P, A=ta, B=tb, Out=tout, fn=f)
+
+
+def map_indexed(name: str, T: Any, P: type | None, f: Callable[..., Any], *,
+                block_size: int = 256) -> Spec:
+    """``data[i] = f(data[i], i, p)`` in place; ``i`` is a ``u64``."""
+    ctor = f"g.map_indexed({name!r})"
+    t = _check_type(ctor, "T", T)
+    P = _check_params(ctor, P)
+    _check_arity(ctor, "kernel function", f, "f(x, i, p)", 2, P is not None)
+    return _new(ctor, name, "map_indexed", block_size, params=P, T=t, fn=f)
+
+
+def reduce(name: str, T: Any, P: type | None, combine: Callable[..., Any], identity: Any,
+           pre: Callable[..., Any] | None = None, *, block_size: int = 256) -> Spec:
+    """Fold ``pre(x, p)`` (or ``x``) of every element with an associative ``combine(a, b)``.
+
+    ``run`` returns a ``T`` scalar; ``identity`` for empty input.
+    """
+    ctor = f"g.reduce({name!r})"
+    t = _check_type(ctor, "T", T)
+    P = _check_params(ctor, P)
+    n = _positional_arity(ctor, "combine", combine)
+    if n != 2:
+        raise InvalidArgument(f"{ctor}: combine {_where(combine)} takes {n} argument(s); "
+                              "expected exactly 2: combine(a, b)")
+    if pre is not None:
+        _check_arity(ctor, "pre", pre, "pre(x, p)", 1, P is not None)
+    ident = _identity_value(ctor, identity, t)
+    return _new(ctor, name, "reduce", block_size, params=P, T=t, combine=combine,
+                identity=ident, pre=pre)
+
+
+def _add(a: Any, b: Any) -> Any:
+    return a + b
+
+
+def _minimum(a: Any, b: Any) -> Any:
+    return min(a, b)
+
+
+def _maximum(a: Any, b: Any) -> Any:
+    return max(a, b)
+
+
+def _either_nonzero(a: Any, b: Any) -> Any:
+    return 1 if a != 0 or b != 0 else 0
+
+
+def _both_nonzero(a: Any, b: Any) -> Any:
+    return 1 if a != 0 and b != 0 else 0
+
+
+_PRESET_COMBINE: dict[str, Callable[..., Any]] = {
+    "sum": _add, "min": _minimum, "max": _maximum, "any": _either_nonzero,
+    "all": _both_nonzero,
+}
+
+
+def _preset(preset: Preset, name: str, T: Any, P: type | None,
+            pre: Callable[..., Any] | None, block_size: int) -> Spec:
+    ctor = f"g.{preset}({name!r})"
+    t = _check_type(ctor, "T", T, allow_bool=False, ints_only=preset in ("any", "all"))
+    P = _check_params(ctor, P)
+    if pre is not None:
+        _check_arity(ctor, "pre", pre, "pre(x, p)", 1, P is not None)
+    if preset == "sum" or preset == "any":
+        identity: int | float = 0
+    elif preset == "all":
+        identity = 1
+    elif is_float(t):
+        identity = float("inf") if preset == "min" else float("-inf")
+    else:
+        info = np.iinfo(t)
+        identity = int(info.max) if preset == "min" else int(info.min)
+    return _new(ctor, name, "reduce", block_size, params=P, T=t,
+                combine=_PRESET_COMBINE[preset], identity=identity, pre=pre, preset=preset)
+
+
+def sum(name: str, T: Any, P: type | None = None, pre: Callable[..., Any] | None = None, *,
+        block_size: int = 256) -> Spec:
+    """Sum of ``pre(x, p)`` (or ``x``); integers wrap; reassociation allowed."""
+    return _preset("sum", name, T, P, pre, block_size)
+
+
+def min(name: str, T: Any, P: type | None = None, pre: Callable[..., Any] | None = None, *,
+        block_size: int = 256) -> Spec:
+    """Minimum; identity ``+inf`` for floats, the type's max for integers."""
+    return _preset("min", name, T, P, pre, block_size)
+
+
+def max(name: str, T: Any, P: type | None = None, pre: Callable[..., Any] | None = None, *,
+        block_size: int = 256) -> Spec:
+    """Maximum; identity ``-inf`` for floats, the type's min for integers."""
+    return _preset("max", name, T, P, pre, block_size)
+
+
+def any(name: str, T: Any, P: type | None = None, pre: Callable[..., Any] | None = None, *,
+        block_size: int = 256) -> Spec:
+    """``T(1)`` if any ``pre(x, p)`` (or ``x``) is non-zero, else ``T(0)``; integer T only."""
+    return _preset("any", name, T, P, pre, block_size)
+
+
+def all(name: str, T: Any, P: type | None = None, pre: Callable[..., Any] | None = None, *,
+        block_size: int = 256) -> Spec:
+    """``T(1)`` if every ``pre(x, p)`` (or ``x``) is non-zero (and for empty input)."""
+    return _preset("all", name, T, P, pre, block_size)
+
+
+def gather(name: str, T: Any, Idx: Any, *, block_size: int = 256) -> Spec:
+    """``out[i] = src[idx[i]]``; indices outside ``[0, len(src))`` are skipped."""
+    ctor = f"g.gather({name!r})"
+    t = _check_type(ctor, "T", T)
+    idx = _check_type(ctor, "Idx", Idx, allow_bool=False, ints_only=True)
+    return _new(ctor, name, "gather", block_size, params=None, T=t, Idx=idx)
+
+
+def scatter(name: str, T: Any, Idx: Any, *, block_size: int = 256) -> Spec:
+    """``out[idx[i]] = src[i]``; indices outside ``[0, len(out))`` are skipped."""
+    ctor = f"g.scatter({name!r})"
+    t = _check_type(ctor, "T", T)
+    idx = _check_type(ctor, "Idx", Idx, allow_bool=False, ints_only=True)
+    return _new(ctor, name, "scatter", block_size, params=None, T=t, Idx=idx)
+
+
+def specs_in(namespace: dict[str, Any]) -> list[Spec]:
+    """Every distinct Spec bound to a name in ``namespace`` (a module's ``vars()``)."""
+    seen: dict[int, Spec] = {}
+    for value in namespace.values():
+        if isinstance(value, Spec):
+            seen.setdefault(id(value), value)
+    return list(seen.values())
+
+
+INDEX_TYPE = u64
+"""The type of ``i`` in a ``map_indexed`` kernel function."""
+
+__all__ = [
+    "Spec", "map", "map_fn", "map_to", "zip", "map_indexed", "reduce", "sum", "min", "max",
+    "any", "all", "gather", "scatter", "registered_spec", "specs_in", "INDEX_TYPE",
+]
