@@ -1,0 +1,263 @@
+"""Rendering of IR expressions, statements and functions to C-family source.
+
+:class:`FunctionWriter` is driven by a :class:`~gompute_core.codegen.renderer.CRenderer`
+(for the dialect's spellings) and records which helpers the code needs.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..errors import Unsupported
+from ..ir import nodes as ir
+from ..types import is_signed
+from .ctypes_ import (
+    float_literal,
+    int_literal,
+    is_float_type,
+    is_int_type,
+    mem_type,
+    member,
+    reg_type,
+    wide_unsigned,
+)
+
+if TYPE_CHECKING:
+    from .renderer import CRenderer
+
+_ARITH = {"add": "+", "sub": "-", "mul": "*", "truediv": "/",
+          "bitand": "&", "bitor": "|", "bitxor": "^"}
+_CMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+_INT_HELPERS = {"floordiv", "mod", "lshift", "rshift", "pow"}
+
+
+def var_name(name: str) -> str:
+    """C name of an IR variable (prefixed so no user name meets a C or dialect name)."""
+    return "v_" + name
+
+
+def fn_name(name: str) -> str:
+    """C name of an IR function."""
+    return "f_" + name
+
+
+class FunctionWriter:
+    """Renders expressions and statements of one kernel's functions."""
+
+    def __init__(self, renderer: CRenderer) -> None:
+        self.r = renderer
+
+    # ---- loads and stores between storage and registers -------------------------------
+    def load(self, text: str, t: ir.IRType) -> str:
+        """Convert a storage value ``text`` of type ``t`` to its register form."""
+        if t is np.bool_:
+            return f"({text} != 0)"
+        if t is np.float16:
+            self.r.uses_half = True
+            return f"{self.r.half_to_float}({text})"
+        return text
+
+    def store(self, text: str, t: ir.IRType) -> str:
+        """Convert a register value ``text`` of type ``t`` to its storage form."""
+        if t is np.bool_:
+            return f"(gp_u8)({text})"
+        if t is np.float16:
+            self.r.uses_half = True
+            return f"{self.r.float_to_half}({text})"
+        return text
+
+    def round_half(self, text: str, t: ir.IRType) -> str:
+        """Round an f16 value computed in float back to f16 precision (identity otherwise)."""
+        if t is not np.float16:
+            return text
+        self.r.uses_half = True
+        return f"{self.r.round_half}({text})"
+
+    # ---- expressions ----------------------------------------------------------------
+    def place(self, e: ir.Expr) -> str:
+        """An lvalue-like path (variable, field, element) in storage form."""
+        if isinstance(e, ir.Var):
+            return var_name(e.name)
+        if isinstance(e, ir.Field):
+            return f"{self.place(e.base)}.{member(e.name)}"
+        if isinstance(e, ir.Index):
+            return f"{self.place(e.base)}[(gp_i64)({self.expr(e.index)})]"
+        raise Unsupported(f"cannot take a path through {type(e).__name__}")
+
+    def expr(self, e: ir.Expr) -> str:
+        """Render an expression in register form."""
+        method = getattr(self, "_" + type(e).__name__.lower())
+        return method(e)
+
+    def _const(self, e: ir.Const) -> str:
+        if e.type is np.bool_:
+            return "true" if e.value else "false"
+        if is_float_type(e.type):
+            return float_literal(e.value, e.type, self.r.float_from_bits)
+        return int_literal(e.value, e.type)
+
+    def _var(self, e: ir.Var) -> str:
+        return var_name(e.name)
+
+    def _field(self, e: ir.Field) -> str:
+        return self.load(self.place(e), e.type)
+
+    def _index(self, e: ir.Index) -> str:
+        return self.load(self.place(e), e.type)
+
+    def _unary(self, e: ir.Unary) -> str:
+        a, t = self.expr(e.operand), e.type
+        if e.op == "neg":
+            if is_int_type(t):
+                u = wide_unsigned(t)
+                return f"(({reg_type(t)})(({u})0 - ({u})({a})))"
+            return f"(-({a}))"
+        if t is np.bool_:
+            return f"(!({a}))"
+        return f"(({reg_type(t)})~({a}))"
+
+    def _not(self, e: ir.Not) -> str:
+        return f"(!({self.expr(e.operand)}))"
+
+    def _binary(self, e: ir.Binary) -> str:
+        t, op = e.type, e.op
+        a, b = self.expr(e.lhs), self.expr(e.rhs)
+        c = reg_type(t)
+        if t is np.bool_:
+            if op in ("bitand", "bitor", "bitxor"):
+                return f"((bool)(({a}) {_ARITH[op]} ({b})))"
+            raise Unsupported(f"operation {op!r} on bool")
+        if is_int_type(t):
+            if op in ("add", "sub", "mul"):
+                u = wide_unsigned(t)
+                return f"(({c})(({u})({a}) {_ARITH[op]} ({u})({b})))"
+            if op in ("bitand", "bitor", "bitxor"):
+                return f"(({c})(({a}) {_ARITH[op]} ({b})))"
+            if op in _INT_HELPERS:
+                return f"{self.r.need_int_helper(op, t)}({a}, {b})"
+            raise Unsupported(f"operation {op!r} on {c}")
+        if op in ("add", "sub", "mul", "truediv"):
+            return self.round_half(f"(({a}) {_ARITH[op]} ({b}))", t)
+        if op in ("floordiv", "mod"):
+            return f"{self.r.need_float_helper(op, t)}({a}, {b})"
+        if op == "pow":
+            return self.r.math_call("pow", t, [a, b])
+        raise Unsupported(f"operation {op!r} on {c}")
+
+    def _compare(self, e: ir.Compare) -> str:
+        return f"(({self.expr(e.lhs)}) {_CMP[e.op]} ({self.expr(e.rhs)}))"
+
+    def _logical(self, e: ir.Logical) -> str:
+        op = "&&" if e.op == "and" else "||"
+        return f"(({self.expr(e.lhs)}) {op} ({self.expr(e.rhs)}))"
+
+    def _select(self, e: ir.Select) -> str:
+        return (f"(({self.expr(e.cond)}) ? ({self.expr(e.if_true)}) "
+                f": ({self.expr(e.if_false)}))")
+
+    def _cast(self, e: ir.Cast) -> str:
+        src, dst = e.value.type, e.type
+        v = self.expr(e.value)
+        if src is dst:
+            return v
+        if dst is np.bool_:
+            return f"(({v}) != 0)"
+        if dst is np.float16:
+            if src is np.float64:
+                self.r.uses_half = True
+                return f"{self.r.half_to_float}({self.r.double_to_half}({v}))"
+            return self.round_half(f"((float)({v}))", dst)
+        return f"(({reg_type(dst)})({v}))"
+
+    def _callintrinsic(self, e: ir.CallIntrinsic) -> str:
+        args = [self.expr(a) for a in e.args]
+        f, t = e.func, e.type
+        if f in ("isnan", "isinf", "isfinite"):
+            return f"({self.r.predicate_names[f]}({args[0]}))"
+        arg_t = e.args[0].type
+        if f in ("min", "max"):
+            if is_float_type(t):
+                return f"{self.r.need_float_helper(f, t)}({args[0]}, {args[1]})"
+            return f"{self.r.need_int_helper(f, t)}({args[0]}, {args[1]})"
+        if f in ("abs", "fabs") and not is_float_type(arg_t):
+            if t is np.bool_ or not is_signed(t):
+                return args[0]
+            return f"{self.r.need_int_helper('abs', t)}({args[0]})"
+        if f == "abs":
+            f = "fabs"
+        return self.r.math_call(f, t, args)
+
+    def _callfunction(self, e: ir.CallFunction) -> str:
+        return f"{fn_name(e.func)}({', '.join(self.expr(a) for a in e.args)})"
+
+    # ---- statements ------------------------------------------------------------------
+    def stmts(self, body: tuple[ir.Stmt, ...], ind: str, types: dict[str, ir.IRType]) -> str:
+        """Render statements at indentation ``ind``; ``types`` maps names to IR types."""
+        return "".join(self.stmt(s, ind, types) for s in body)
+
+    def stmt(self, s: ir.Stmt, ind: str, types: dict[str, ir.IRType]) -> str:
+        """Render one statement."""
+        if isinstance(s, ir.Assign):
+            return f"{ind}{var_name(s.name)} = {self.expr(s.value)};\n"
+        if isinstance(s, ir.Return):
+            return f"{ind}return {self.expr(s.value)};\n"
+        if isinstance(s, ir.Break):
+            return f"{ind}break;\n"
+        if isinstance(s, ir.Continue):
+            return f"{ind}continue;\n"
+        if isinstance(s, ir.If):
+            out = f"{ind}if ({self.expr(s.cond)}) {{\n{self.stmts(s.body, ind + '  ', types)}"
+            if s.orelse:
+                out += f"{ind}}} else {{\n{self.stmts(s.orelse, ind + '  ', types)}"
+            return out + f"{ind}}}\n"
+        if isinstance(s, ir.While):
+            return (f"{ind}while ({self.expr(s.cond)}) {{\n"
+                    f"{self.stmts(s.body, ind + '  ', types)}{ind}}}\n")
+        if isinstance(s, ir.ForRange):
+            return self._for_range(s, ind, types)
+        raise Unsupported(f"statement {type(s).__name__}")
+
+    def _for_range(self, s: ir.ForRange, ind: str, types: dict[str, ir.IRType]) -> str:
+        """Python ``range`` semantics: the trip count is computed once, in 64-bit unsigned
+        arithmetic, so no bound or step can overflow the loop variable."""
+        t = types[s.var]
+        c = reg_type(t)
+        k = f"gp_k_{s.var}"
+        lo, hi, st = f"gp_lo_{s.var}", f"gp_hi_{s.var}", f"gp_st_{s.var}"
+        i2 = ind + "  "
+        out = (f"{ind}{{\n{i2}const {c} {lo} = {self.expr(s.start)};\n"
+               f"{i2}const {c} {hi} = {self.expr(s.stop)};\n"
+               f"{i2}const {c} {st} = {self.expr(s.step)};\n"
+               f"{i2}gp_u64 gp_n_{s.var} = 0;\n")
+        up = (f"if ({st} > 0 && {lo} < {hi}) gp_n_{s.var} = "
+              f"((gp_u64){hi} - (gp_u64){lo} - 1) / (gp_u64){st} + 1;")
+        if is_signed(t):
+            down = (f" else if ({st} < 0 && {lo} > {hi}) gp_n_{s.var} = "
+                    f"((gp_u64){lo} - (gp_u64){hi} - 1) / ((gp_u64)0 - (gp_u64){st}) + 1;")
+        else:
+            down = ""
+        out += f"{i2}{up}{down}\n"
+        out += (f"{i2}for (gp_u64 {k} = 0; {k} < gp_n_{s.var}; ++{k}) {{\n"
+                f"{i2}  {var_name(s.var)} = ({c})((gp_u64){lo} + {k} * (gp_u64){st});\n"
+                f"{self.stmts(s.body, i2 + '  ', types)}{i2}}}\n{ind}}}\n")
+        return out
+
+    # ---- functions -------------------------------------------------------------------
+    def decl_type(self, t: ir.IRType, name: str) -> str:
+        """A C declaration of ``name`` with IR type ``t`` (arrays in storage form)."""
+        if isinstance(t, ir.ArrayType):
+            return f"{mem_type(t.elem)} {name}[{t.length}]"
+        return f"{reg_type(t)} {name}"
+
+    def function(self, f: ir.Function) -> str:
+        """Render one IR function as a forced-inline device helper."""
+        types = dict(f.args) | dict(f.locals)
+        args = ", ".join(self.decl_type(t, var_name(n)) for n, t in f.args) or "void"
+        out = f"{self.r.function_qualifier} {reg_type(f.ret)} {fn_name(f.name)}({args}) {{\n"
+        for n, t in f.locals:
+            init = "" if isinstance(t, (ir.ArrayType, ir.StructType)) else \
+                (" = false" if t is np.bool_ else " = 0")
+            out += f"  {self.decl_type(t, var_name(n))}{init};\n"
+        return out + self.stmts(f.body, "  ", types) + "}\n"

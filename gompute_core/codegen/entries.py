@@ -1,0 +1,249 @@
+"""Params struct declarations and the entry point of every kind.
+
+Elementwise kinds (map, map_indexed, map_to, zip) use 16-byte vector accesses
+when every pointer is 16-byte aligned, several vectors in flight per thread
+(``UNROLL``), a grid-stride loop over a grid the host sizes to the device, and
+a scalar tail. Reduce folds ``pre``-mapped elements with the same vector
+loads into one accumulator per lane, then a shared-memory tree per block and
+one partial per block. Gather and scatter are scalar grid-stride loops that
+skip indices outside ``[0, bound)``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..ir import nodes as ir
+from ..ir.kernel import KernelIR
+from ..types import is_signed
+from .cexpr import fn_name
+from .ctypes_ import mem_type, member, reg_type, size_of, struct_cname
+
+if TYPE_CHECKING:
+    from .renderer import CRenderer
+
+UNROLL = 4
+"""Vectors each thread loads before computing (memory-level parallelism)."""
+
+
+def _field_decl(t: ir.IRType, name: str) -> str:
+    if isinstance(t, ir.ArrayType):
+        dims = ""
+        while isinstance(t, ir.ArrayType):
+            dims += f"[{t.length}]"
+            t = t.elem
+        base = struct_cname(t) if isinstance(t, ir.StructType) else mem_type(t)
+        return f"{base} {name}{dims}"
+    if isinstance(t, ir.StructType):
+        return f"{struct_cname(t)} {name}"
+    return f"{mem_type(t)} {name}"
+
+
+def _nested_structs(t: ir.IRType, out: list[ir.StructType]) -> None:
+    while isinstance(t, ir.ArrayType):
+        t = t.elem
+    if isinstance(t, ir.StructType):
+        for f in t.layout.fields:  # type: ignore[attr-defined]
+            _nested_structs(f.type, out)
+        if all(s.layout.name != t.layout.name for s in out):  # type: ignore[attr-defined]
+            out.append(t)
+
+
+def params_decls(params: ir.StructType) -> str:
+    """C declarations of ``params`` and every struct nested in it, innermost first,
+    each followed by ``static_assert``s on every field offset, the size and alignment."""
+    structs: list[ir.StructType] = []
+    _nested_structs(params, structs)
+    out = ""
+    for st in structs:
+        lay = st.layout
+        name = struct_cname(st)
+        out += f"struct {name} {{\n"
+        for f in lay.fields:  # type: ignore[attr-defined]
+            out += f"  {_field_decl(f.type, member(f.name))};\n"
+        out += "};\n"
+        for f in lay.fields:  # type: ignore[attr-defined]
+            out += (f"static_assert(__builtin_offsetof({name}, {member(f.name)}) == {f.offset}, "
+                    f"\"params ABI: {lay.name}.{f.name} offset\");\n")  # type: ignore[attr-defined]
+        out += (f"static_assert(sizeof({name}) == {lay.size}, "  # type: ignore[attr-defined]
+                f"\"params ABI: sizeof {lay.name}\");\n"  # type: ignore[attr-defined]
+                f"static_assert(alignof({name}) == {lay.align}, "  # type: ignore[attr-defined]
+                f"\"params ABI: alignof {lay.name}\");\n")  # type: ignore[attr-defined]
+    return out
+
+
+def has_params(kir: KernelIR) -> bool:
+    """True when the entry point takes the params struct (absent or empty: no argument)."""
+    return kir.params is not None and kir.params.layout.size > 0  # type: ignore[attr-defined]
+
+
+class EntryWriter:
+    """Writes the ``extern "C"`` entry point of one kernel."""
+
+    def __init__(self, renderer: CRenderer, kir: KernelIR) -> None:
+        self.r, self.k = renderer, kir
+        self.w = renderer.writer
+        self.bs = kir.block_size
+
+    # ---- pieces ------------------------------------------------------------------
+    def head(self, args: list[str]) -> str:
+        """The entry's signature line, params last when present."""
+        if has_params(self.k):
+            args = [*args, f"{struct_cname(self.k.params)} p"]  # type: ignore[arg-type]
+        return (f"{self.r.kernel_qualifier} {self.r.launch_bounds.format(self.bs)}"
+                f"{self.k.name}({', '.join(args)})")
+
+    def ptr(self, t: ir.IRType, name: str, const: bool) -> str:
+        """A restrict pointer parameter to storage of ``t``."""
+        return f"{'const ' if const else ''}{mem_type(t)}* {self.r.restrict}{name}"
+
+    def call(self, fname: str, args: list[str]) -> str:
+        """Call IR function ``fname``, appending ``p`` when it takes the params."""
+        f = self.k.function(fname)
+        if len(f.args) > len(args):
+            args = [*args, "p" if has_params(self.k) else "gp_empty"]
+        return f"{fn_name(fname)}({', '.join(args)})"
+
+    def prologue(self) -> str:
+        """Thread id, thread count and (for empty params) the empty params value."""
+        r = self.r
+        out = (f"  const gp_u64 gp_tid = (gp_u64){r.block_idx} * {r.block_dim} + {r.thread_idx};\n"
+               f"  const gp_u64 gp_nth = (gp_u64){r.grid_dim} * {r.block_dim};\n")
+        if self.k.params is not None and not has_params(self.k):
+            out += f"  const {struct_cname(self.k.params)} gp_empty = {{}};\n"
+        return out
+
+    # ---- elementwise ---------------------------------------------------------------
+    def elementwise(self) -> str:
+        """map, map_indexed, map_to, zip."""
+        k = self.k
+        if k.kind in ("map", "map_indexed"):
+            t = k.value_type("T")
+            ins, out = [("data", t)], ("data", t)
+            params = [self.ptr(t, "data", False), "gp_u64 n"]
+        elif k.kind == "map_to":
+            ti, to = k.value_type("In"), k.value_type("Out")
+            ins, out = [("in", ti)], ("out", to)
+            params = [self.ptr(ti, "in", True), self.ptr(to, "out", False), "gp_u64 n"]
+        else:
+            ta, tb, to = k.value_type("A"), k.value_type("B"), k.value_type("Out")
+            ins, out = [("a", ta), ("b", tb)], ("out", to)
+            params = [self.ptr(ta, "a", True), self.ptr(tb, "b", True),
+                      self.ptr(to, "out", False), "gp_u64 n"]
+        arrays = dict([*ins, out])
+        lanes = 16 // max(size_of(t) for t in arrays.values())
+
+        def compute(get: dict[str, str], idx: str) -> str:
+            args = [self.w.load(get[name], t) for name, t in ins]
+            if k.kind == "map_indexed":
+                args.append(idx)
+            return self.w.store(self.call(k.element, args), out[1])  # type: ignore[arg-type]
+
+        src = self.head(params) + " {\n" + self.prologue() + "  gp_u64 gp_i = gp_tid;\n"
+        aligned = " && ".join(f"(((gp_u64){n}) & 15) == 0" for n in arrays)
+        src += f"  if ({aligned}) {{\n    const gp_u64 gp_nv = n / {lanes};\n"
+        for n, t in arrays.items():
+            vt = self.r.vector_types[lanes * size_of(t)]
+            src += f"    union gp_V_{n} {{ {vt} v; {mem_type(t)} e[{lanes}]; }};\n"
+        for unroll in (UNROLL, 1):
+            cond = f"gp_i + {unroll - 1} * gp_nth < gp_nv" if unroll > 1 else "gp_i < gp_nv"
+            src += f"    for (; {cond}; gp_i += {unroll} * gp_nth) {{\n"
+            for n, _ in ins:
+                vt = self.r.vector_types[lanes * size_of(arrays[n])]
+                src += (f"      gp_V_{n} r_{n}[{unroll}];\n"
+                        f"      {self.r.unroll_pragma}\n"
+                        f"      for (int u = 0; u < {unroll}; ++u) "
+                        f"r_{n}[u].v = ((const {vt}*){n})[gp_i + u * gp_nth];\n")
+            on, ot = out
+            ovt = self.r.vector_types[lanes * size_of(ot)]
+            if on not in dict(ins):
+                src += f"      gp_V_{on} r_{on}[{unroll}];\n"
+            get = {n: f"r_{n}[u].e[l]" for n in arrays}
+            idx = f"(gp_i + u * gp_nth) * {lanes} + l"
+            src += (f"      {self.r.unroll_pragma}\n"
+                    f"      for (int u = 0; u < {unroll}; ++u) {{\n"
+                    f"        {self.r.unroll_pragma}\n"
+                    f"        for (int l = 0; l < {lanes}; ++l) "
+                    f"r_{on}[u].e[l] = {compute(get, idx)};\n"
+                    f"        (({ovt}*){on})[gp_i + u * gp_nth] = r_{on}[u].v;\n"
+                    f"      }}\n    }}\n")
+        src += f"    gp_i = gp_nv * {lanes} + gp_tid;\n  }}\n"
+        get = {n: f"{n}[gp_i]" for n in arrays}
+        src += (f"  for (; gp_i < n; gp_i += gp_nth) {out[0]}[gp_i] = {compute(get, 'gp_i')};\n"
+                "}\n")
+        return src
+
+    # ---- reduce --------------------------------------------------------------------
+    def reduce(self) -> str:
+        """Grid-stride fold with vector loads, shared-memory tree, one partial per block."""
+        k, r, w = self.k, self.r, self.w
+        t = k.value_type("T")
+        c = reg_type(t)
+        lanes = 16 // size_of(t)
+        vt = r.vector_types[16]
+        ident = w.expr(k.identity)  # type: ignore[arg-type]
+
+        def pre(x: str) -> str:
+            v = w.load(x, t)
+            return self.call(k.pre, [v]) if k.pre else v
+
+        def comb(a: str, b: str) -> str:
+            return self.call(k.element, [a, b])  # type: ignore[arg-type]
+
+        params = [self.ptr(t, "data", True), "gp_u64 n", self.ptr(t, "partials", False)]
+        src = self.head(params) + " {\n" + self.prologue()
+        src += (f"  {r.shared_qualifier} {c} gp_smem[{self.bs}];\n"
+                f"  {c} gp_acc[{lanes}];\n"
+                f"  {r.unroll_pragma}\n  for (int l = 0; l < {lanes}; ++l) gp_acc[l] = {ident};\n"
+                f"  gp_u64 gp_i = gp_tid;\n"
+                f"  if ((((gp_u64)data) & 15) == 0) {{\n"
+                f"    const gp_u64 gp_nv = n / {lanes};\n"
+                f"    union gp_V {{ {vt} v; {mem_type(t)} e[{lanes}]; }};\n")
+        for unroll in (UNROLL, 1):
+            cond = f"gp_i + {unroll - 1} * gp_nth < gp_nv" if unroll > 1 else "gp_i < gp_nv"
+            src += (f"    for (; {cond}; gp_i += {unroll} * gp_nth) {{\n"
+                    f"      gp_V r[{unroll}];\n"
+                    f"      {r.unroll_pragma}\n"
+                    f"      for (int u = 0; u < {unroll}; ++u) "
+                    f"r[u].v = ((const {vt}*)data)[gp_i + u * gp_nth];\n"
+                    f"      {r.unroll_pragma}\n      for (int u = 0; u < {unroll}; ++u) {{\n"
+                    f"        {r.unroll_pragma}\n"
+                    f"        for (int l = 0; l < {lanes}; ++l) "
+                    f"gp_acc[l] = {comb('gp_acc[l]', pre('r[u].e[l]'))};\n"
+                    f"      }}\n    }}\n")
+        src += (f"    gp_i = gp_nv * {lanes} + gp_tid;\n  }}\n"
+                f"  {c} gp_a = gp_acc[0];\n"
+                f"  {r.unroll_pragma}\n  for (int l = 1; l < {lanes}; ++l) "
+                f"gp_a = {comb('gp_a', 'gp_acc[l]')};\n"
+                f"  for (; gp_i < n; gp_i += gp_nth) gp_a = {comb('gp_a', pre('data[gp_i]'))};\n")
+        src += (f"  const unsigned gp_t = {r.thread_idx}, gp_bd = {r.block_dim};\n"
+                f"  gp_smem[gp_t] = gp_a;\n  {r.barrier};\n"
+                f"  unsigned gp_s = 1;\n  while (gp_s < gp_bd) gp_s <<= 1;\n"
+                f"  for (gp_s >>= 1; gp_s > 0; gp_s >>= 1) {{\n"
+                f"    if (gp_t < gp_s && gp_t + gp_s < gp_bd) "
+                f"gp_smem[gp_t] = {comb('gp_smem[gp_t]', 'gp_smem[gp_t + gp_s]')};\n"
+                f"    {r.barrier};\n  }}\n"
+                f"  if (gp_t == 0) partials[{r.block_idx}] = {w.store('gp_smem[0]', t)};\n}}\n")
+        return src
+
+    # ---- gather / scatter ------------------------------------------------------------
+    def indexed_copy(self) -> str:
+        """gather: ``out[i] = src[idx[i]]``; scatter: ``out[idx[i]] = src[i]``."""
+        k = self.k
+        t, ti = k.value_type("T"), k.value_type("Idx")
+        params = [self.ptr(t, "src", True), self.ptr(ti, "idx", True),
+                  self.ptr(t, "out", False), "gp_u64 n", "gp_u64 bound"]
+        check = "gp_j >= 0 && (gp_u64)gp_j < bound" if is_signed(ti) else "(gp_u64)gp_j < bound"
+        move = "out[gp_i] = src[gp_j]" if k.kind == "gather" else "out[gp_j] = src[gp_i]"
+        return (self.head(params) + " {\n" + self.prologue()
+                + "  for (gp_u64 gp_i = gp_tid; gp_i < n; gp_i += gp_nth) {\n"
+                f"    const {reg_type(ti)} gp_j = idx[gp_i];\n"
+                f"    if ({check}) {move};\n  }}\n}}\n")
+
+    def render(self) -> str:
+        """The entry point for the kernel's kind."""
+        if self.k.kind == "reduce":
+            return self.reduce()
+        if self.k.kind in ("gather", "scatter"):
+            return self.indexed_copy()
+        return self.elementwise()

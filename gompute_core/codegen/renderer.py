@@ -1,0 +1,146 @@
+"""``CRenderer``: the shared C-family renderer (CUDA, HIP and third-party dialects).
+
+A dialect is a subclass that mostly sets class attributes (tinygrad style):
+the prelude, qualifiers, thread/block index expressions, the barrier, vector
+types, math function names per float type, f16 conversion functions and the
+restrict keyword. :meth:`CRenderer.render` turns one
+:class:`~gompute_core.ir.kernel.KernelIR` into a complete translation unit:
+prelude, helpers, params struct with ``static_assert``s, the kernel's IR
+functions as forced-inline device functions, and the ``extern "C"`` entry.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import numpy as np
+
+from ..errors import Unsupported
+from ..ir.kernel import KernelIR
+from ..ir.nodes import IRType
+from .cexpr import FunctionWriter
+from .ctypes_ import INT_TYPEDEFS
+from .entries import EntryWriter, params_decls
+from .helpers import float_helper, helper_name, int_helper
+
+_MATH = (
+    "sqrt exp log log2 log10 exp2 sin cos tan tanh asin acos atan atan2 sinh cosh floor "
+    "ceil trunc fabs copysign fmod hypot expm1 log1p erf pow"
+).split()
+
+F32_VIA_F64 = frozenset(
+    "exp log log2 log10 exp2 sin cos tan tanh asin acos atan atan2 sinh cosh hypot expm1 "
+    "log1p erf pow".split()
+)
+"""f32 functions evaluated in double and rounded once: correctly rounded in practice, as
+the CPU's libm, where the f32 device functions may be an ulp or two away."""
+
+
+class CRenderer:
+    """Base of C-family renderers; subclasses set the dialect's class attributes.
+
+    Instances are cheap and single-use per :meth:`render` call (they collect
+    the helpers a kernel needs); call ``SubClass().render(kir)``.
+    """
+
+    name: ClassVar[str] = "c"
+    #: text before everything (includes, typedefs beyond :data:`INT_TYPEDEFS`).
+    prelude: ClassVar[str] = ""
+    #: definitions of the f16 conversion functions named below (emitted only when needed).
+    half_prelude: ClassVar[str] = ""
+    half_to_float: ClassVar[str] = "gp_h2f"
+    float_to_half: ClassVar[str] = "gp_f2h"
+    double_to_half: ClassVar[str] = "gp_d2h"
+    round_half: ClassVar[str] = "gp_rh"
+    kernel_qualifier: ClassVar[str] = 'extern "C" __global__ void'
+    #: format string taking the block size, e.g. ``"__launch_bounds__({}) "``.
+    launch_bounds: ClassVar[str] = "__launch_bounds__({}) "
+    function_qualifier: ClassVar[str] = "static __device__ __forceinline__"
+    shared_qualifier: ClassVar[str] = "__shared__"
+    barrier: ClassVar[str] = "__syncthreads()"
+    thread_idx: ClassVar[str] = "threadIdx.x"
+    block_idx: ClassVar[str] = "blockIdx.x"
+    block_dim: ClassVar[str] = "blockDim.x"
+    grid_dim: ClassVar[str] = "gridDim.x"
+    restrict: ClassVar[str] = "__restrict__ "
+    unroll_pragma: ClassVar[str] = "#pragma unroll"
+    #: integer vector types by byte width, for vectorized loads and stores.
+    vector_types: ClassVar[dict[int, str]] = {
+        16: "uint4", 8: "uint2", 4: "unsigned int", 2: "unsigned short", 1: "unsigned char",
+    }
+    #: functions building a float from its bits (for inf/nan literals).
+    float_from_bits: ClassVar[dict[str, str]] = {
+        "f32": "__int_as_float", "f64": "__longlong_as_double",
+    }
+    predicate_names: ClassVar[dict[str, str]] = {
+        "isnan": "isnan", "isinf": "isinf", "isfinite": "isfinite",
+    }
+    #: math function names for f64 (f32 appends ``f``; see :meth:`math_name`).
+    math_f64: ClassVar[dict[str, str]] = {m: m for m in _MATH}
+    math_f32: ClassVar[dict[str, str]] = {m: m + "f" for m in _MATH}
+    #: f32 functions computed through f64 (empty the set for dialects with slow f64).
+    f32_via_f64: ClassVar[frozenset[str]] = F32_VIA_F64
+
+    def __init__(self) -> None:
+        self._helpers: dict[str, str] = {}
+        #: set by the writers when the kernel touches f16 (the half prelude is then emitted).
+        self.uses_half = False
+        self.writer = FunctionWriter(self)
+
+    # ---- services used by the writers ----------------------------------------------
+    def math_name(self, func: str, t: IRType) -> str:
+        """The C function computing ``func`` on float type ``t``."""
+        table = self.math_f64 if t is np.float64 else self.math_f32
+        if func not in table:
+            raise Unsupported(f"math function {func!r} has no {self.name} spelling")
+        return table[func]
+
+    def math_call(self, func: str, t: IRType, args: list[str]) -> str:
+        """A call of math ``func`` on float type ``t`` (f16 computed in f32 and rounded)."""
+        if t is np.float64:
+            return f"{self.math_name(func, t)}({', '.join(args)})"
+        if func in self.f32_via_f64:
+            call = f"(float){self.math_name(func, np.float64)}" \
+                   f"({', '.join(f'(double)({a})' for a in args)})"
+        else:
+            call = f"{self.math_name(func, np.float32)}({', '.join(args)})"
+        if t is np.float16:
+            self.uses_half = True
+            return f"{self.round_half}({call})"
+        return call
+
+    def need_int_helper(self, op: str, t: IRType) -> str:
+        """Name of integer helper ``op`` for ``t``, emitting it once."""
+        name = helper_name(op, t)
+        if name not in self._helpers:
+            self._helpers[name] = int_helper(op, t, self.function_qualifier)
+        return name
+
+    def need_float_helper(self, op: str, t: IRType) -> str:
+        """Name of float helper ``op`` for ``t``, emitting it once."""
+        name = helper_name(op, t)
+        if name not in self._helpers:
+            key = np.float64 if t is np.float64 else np.float32
+            names = {m: self.math_name(m, key) for m in ("fmod", "floor", "copysign")}
+            self._helpers[name] = float_helper(op, t, self.function_qualifier, names,
+                                               self.round_half)
+            self.uses_half |= t is np.float16
+        return name
+
+    # ---- rendering -------------------------------------------------------------------
+    def render(self, kir: KernelIR) -> str:
+        """The complete source of ``kir``: prelude, helpers, params, functions, entry."""
+        functions = "".join(self.writer.function(f) + "\n" for f in kir.functions)
+        entry = EntryWriter(self, kir).render()
+        uses_half = self.uses_half
+        if uses_half and not self.half_prelude:
+            raise Unsupported(f"the {self.name} renderer has no f16 support")
+        parts = [f"// kernel {kir.name} ({kir.kind}), IR digest {kir.digest()[:16]}\n",
+                 self.prelude, INT_TYPEDEFS]
+        if uses_half:
+            parts.append(self.half_prelude)
+        parts.append("".join(self._helpers.values()))
+        if kir.params is not None:
+            parts.append(params_decls(kir.params))
+        parts += [functions, entry]
+        return "\n".join(p for p in parts if p)
