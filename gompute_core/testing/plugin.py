@@ -1,9 +1,35 @@
-"""pytest11 entry point: registers ``--gompute-backend`` (loaded in every pytest run, so it
-stays import-light: no numba, no driver)."""
+"""pytest11 entry point of the Gompute conformance suite.
+
+Loaded in every pytest run, so it stays import-light: pytest only at import
+time; the backend registry is touched only when a collected test carries the
+``gompute`` marker (i.e. when the conformance suite itself is collected).
+
+What it adds:
+
+* ``--gompute-backend=NAME`` (default ``cpu``): the backend under test.
+* the ``gompute(kind=..., types=...)`` marker. Every conformance test carries
+  it; after collection, tests whose ``types`` include one of the backend's
+  ``BackendInfo.unsupported_types`` or whose ``kind`` is not in
+  ``BackendInfo.kinds`` are *deselected* (reported in the summary), never
+  skipped by name. When the backend is installed but unavailable here, every
+  conformance test is skipped with the probe's reason; an unknown backend
+  name is a usage error listing the installed ones.
+* fixtures: ``gompute_backend`` (the name), ``gompute_info`` (its
+  ``BackendInfo``) and ``gompute_kernels`` (a session cache of open
+  ``g.Kernel`` handles, one per spec, closed at the end).
+"""
 
 from __future__ import annotations
 
+import fnmatch
+import os
+from collections.abc import Iterator
+from typing import Any
+
 import pytest
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_SUMMARY = pytest.StashKey[list[str]]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -12,3 +38,144 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--gompute-backend", action="store", default="cpu",
         help="backend the Gompute conformance suite runs against (default: cpu)",
     )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Register the ``gompute`` marker."""
+    config.addinivalue_line(
+        "markers",
+        "gompute(kind=None, types=()): a Gompute conformance test for spec kind `kind` over "
+        "scalar types `types` (short names); deselected when the backend's BackendInfo "
+        "does not support them",
+    )
+
+
+def pytest_collect_file(file_path: Any, parent: pytest.Collector) -> pytest.Module | None:
+    """Collect the suite's ``test_*.py`` modules even where ``python_files`` would not."""
+    path = str(file_path)
+    name = os.path.basename(path)
+    if os.path.dirname(os.path.abspath(path)) != _HERE or not name.startswith("test_"):
+        return None
+    if not name.endswith(".py"):
+        return None
+    patterns = parent.config.getini("python_files")
+    if any(fnmatch.fnmatch(name, pat) for pat in patterns):
+        return None  # pytest's own python plugin collects it
+    return pytest.Module.from_parent(parent, path=file_path)
+
+
+def _requirements(item: pytest.Item) -> tuple[set[str], set[str]]:
+    """The kinds and type names the ``gompute`` markers of ``item`` declare."""
+    kinds: set[str] = set()
+    types: set[str] = set()
+    for mark in item.iter_markers("gompute"):
+        kind = mark.kwargs.get("kind")
+        if kind:
+            kinds.add(kind)
+        types.update(mark.kwargs.get("types", ()))
+    return kinds, types
+
+
+def _backend_record(name: str) -> Any:
+    """The registry record of ``name``; a usage error when no such backend is installed."""
+    from gompute_core.errors import UnsupportedBackend
+    from gompute_core.plugins import manager
+
+    try:
+        return manager.record(name)
+    except UnsupportedBackend as exc:
+        raise pytest.UsageError(f"--gompute-backend={name}: {exc}") from None
+
+
+def pytest_collection_modifyitems(config: pytest.Config,
+                                  items: list[pytest.Item]) -> None:
+    """Deselect what the backend declares unsupported; skip all when it is unavailable."""
+    suite = [it for it in items if it.get_closest_marker("gompute") is not None]
+    if not suite:
+        return
+    name = config.getoption("gompute_backend")
+    rec = _backend_record(name)
+    summary: list[str] = []
+    config.stash[_SUMMARY] = summary
+    if not rec.loaded:
+        reason = f"gompute backend {name!r} is not usable: {rec.error}"
+        for it in suite:
+            it.add_marker(pytest.mark.skip(reason=reason))
+        summary.append(reason)
+        return
+    info = rec.info
+    unsupported = set(info.unsupported_types)
+    kinds = set(info.kinds)
+    deselected: list[pytest.Item] = []
+    for it in suite:
+        need_kinds, need_types = _requirements(it)
+        if need_types & unsupported or need_kinds - kinds:
+            deselected.append(it)
+    if deselected:
+        gone = {id(it) for it in deselected}
+        items[:] = [it for it in items if id(it) not in gone]
+        config.hook.pytest_deselected(items=deselected)
+    summary.append(
+        f"gompute conformance: backend {name!r} {info.version} (api {info.api_version}); "
+        f"kinds {', '.join(info.kinds)}; unsupported types "
+        f"{', '.join(info.unsupported_types) or 'none'}; {len(deselected)} test(s) deselected")
+    avail = rec.availability
+    if not avail.available:
+        reason = f"gompute backend {name!r} is unavailable here: {avail.reason}"
+        for it in suite:
+            it.add_marker(pytest.mark.skip(reason=reason))
+        summary.append(reason)
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int,
+                            config: pytest.Config) -> None:
+    """Say which backend was certified and what was deselected for it."""
+    for line in config.stash.get(_SUMMARY, []):
+        terminalreporter.write_line(line)
+
+
+@pytest.fixture(scope="session")
+def gompute_backend(request: pytest.FixtureRequest) -> str:
+    """The name of the backend under test (``--gompute-backend``)."""
+    return str(request.config.getoption("gompute_backend"))
+
+
+@pytest.fixture(scope="session")
+def gompute_info(gompute_backend: str) -> Any:
+    """The backend's :class:`~gompute_core.plugins.records.BackendInfo`."""
+    from gompute_core.plugins import manager
+
+    return manager.require(gompute_backend).info
+
+
+class KernelCache:
+    """Open ``g.Kernel`` handles of one backend, one per spec name (compiled once)."""
+
+    def __init__(self, backend: str) -> None:
+        self.backend = backend
+        self._kernels: dict[str, Any] = {}
+
+    def get(self, spec: Any) -> Any:
+        """The open handle of ``spec`` (a Spec, or a catalogue Entry) on the backend."""
+        spec = spec.spec() if hasattr(spec, "spec") and callable(spec.spec) else spec
+        k = self._kernels.get(spec.name)
+        if k is None:
+            import gompute_core as g
+
+            k = g.Kernel(spec, self.backend)
+            self._kernels[spec.name] = k
+        return k
+
+    def close(self) -> None:
+        """Close every handle."""
+        kernels, self._kernels = list(self._kernels.values()), {}
+        for k in kernels:
+            k.close()
+
+
+@pytest.fixture(scope="session")
+def gompute_kernels(gompute_backend: str) -> Iterator[KernelCache]:
+    """A session cache of open kernel handles on the backend under test."""
+    cache = KernelCache(gompute_backend)
+    yield cache
+    cache.close()
