@@ -1,0 +1,107 @@
+"""hiprtc compilation of rendered HIP source to an AMDGPU code object, with the disk cache.
+
+``-ffp-contract=off`` keeps every multiply and add separately rounded, as on
+the CPU and under CUDA's ``--fmad=false``. The target is validated against
+the compiler's own list first (:mod:`gompute_hip.targets`): hiprtc aborts the
+process on a target it does not know.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+
+from gompute_core.errors import BackendUnavailable, CompileFailed, InvalidArgument
+from gompute_core.ir.kernel import KernelIR
+from gompute_core.plugins.records import Artifact
+from gompute_core.runtime.diskcache import DiskCache
+
+from . import libs
+from .renderer import render
+from .targets import comgr_version, validate_target
+
+BASE_OPTIONS: tuple[str, ...] = ("-O3", "-ffp-contract=off", "-std=c++17")
+"""Options every compilation uses (the ``--offload-arch`` option is added per target)."""
+
+FORMAT = "hsaco"
+
+_LOCK = threading.Lock()  # hiprtc of ROCm 5.2 is not documented as thread-safe
+
+
+@functools.lru_cache(maxsize=1)
+def compiler_version() -> str:
+    """``"hiprtc (HIP 5.2.21153, comgr 2.4)"``: what the cache key and artifacts record.
+
+    The HIP runtime library's version identifies the hiprtc build (ROCm 5.2
+    keeps hiprtc inside ``libamdhip64``; later ROCm ships them together).
+    Raises ``BackendUnavailable`` when hiprtc is absent.
+    """
+    rtc = libs.hiprtc()
+    _, major, minor = rtc.hiprtcVersion()
+    try:
+        _, runtime = libs.hip().hipRuntimeGetVersion()
+    except BackendUnavailable:
+        runtime = 0  # compiling needs only hiprtc; the version then comes from comgr alone
+    hip_version = (f"HIP {runtime // 10_000_000}.{runtime // 100_000 % 100}."
+                   f"{runtime % 100_000}, " if runtime else "")
+    return f"hiprtc {major}.{minor} ({hip_version}comgr {comgr_version()})"
+
+
+def _log(rtc: object, prog: object) -> str:
+    code, size = rtc.hiprtcGetProgramLogSize(prog)  # type: ignore[attr-defined]
+    if int(code) != 0 or size <= 1:
+        return ""
+    buf = bytearray(size)
+    rtc.hiprtcGetProgramLog(prog, buf)  # type: ignore[attr-defined]
+    return buf.rstrip(b"\0").decode(errors="replace")
+
+
+def compile_source(source: str, name: str, arch: str, options: tuple[str, ...] = ()) -> bytes:
+    """Compile ``source`` (file name ``name``.hip in messages) for ``arch``; return the ELF.
+
+    Raises ``InvalidArgument`` for a target the compiler does not support
+    (before calling hiprtc), ``CompileFailed`` with the log when hiprtc
+    rejects the source, ``BackendUnavailable`` when hiprtc is absent.
+    """
+    validate_target(arch)
+    rtc = libs.hiprtc()
+    opts = [f"--offload-arch={arch}", *BASE_OPTIONS, *options]
+    with _LOCK:
+        code, prog = rtc.hiprtcCreateProgram(source.encode(), f"{name}.hip".encode(), 0, [], [])
+        if int(code) != 0:
+            raise CompileFailed(f"hiprtcCreateProgram({name}) failed: {code!r}")
+        try:
+            (code,) = rtc.hiprtcCompileProgram(prog, len(opts), [o.encode() for o in opts])
+            if int(code) != 0:
+                raise CompileFailed(
+                    f"hiprtc rejected kernel {name!r} for {arch} ({code.name}); options "
+                    f"{' '.join(opts)}\n{_log(rtc, prog)}")
+            code, size = rtc.hiprtcGetCodeSize(prog)
+            image = bytearray(size)
+            (code,) = rtc.hiprtcGetCode(prog, image)
+            if int(code) != 0 or size == 0:
+                raise CompileFailed(f"hiprtcGetCode({name}) failed: {code!r}")
+        finally:
+            rtc.hiprtcDestroyProgram(prog.createRef())  # takes hiprtcProgram*
+    return bytes(image)
+
+
+def compile_kernel(kernel: KernelIR, arch: str, options: tuple[str, ...] = ()) -> Artifact:
+    """Render and compile ``kernel`` for ``arch`` through the disk cache."""
+    if not isinstance(arch, str) or not arch:
+        raise InvalidArgument(f"arch must name a gfx target such as 'gfx90a', got {arch!r}")
+    validate_target(arch)
+    version = compiler_version()
+    cache = DiskCache("hip")
+    key = ("hiprtc", version, arch, " ".join((*BASE_OPTIONS, *options)), kernel.digest())
+    cached = cache.get(key)
+    if cached is not None:
+        return cached
+    source = render(kernel)
+    image = compile_source(source, kernel.name, arch, options)
+    artifact = Artifact(
+        backend="hip", image=image, format=FORMAT, entry=kernel.name, target=arch,
+        source=source, compiler=version, digest=kernel.digest(), kind=kernel.kind,
+    )
+    cache.put(key, artifact)
+    return artifact

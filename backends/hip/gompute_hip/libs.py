@@ -1,0 +1,136 @@
+"""Finding the HIP libraries and importing hip-python with them.
+
+hip-python ``dlopen``s its libraries by bare name (``libhiprtc.so``,
+``libamdhip64.so``) on first use, which only finds what the system linker
+path holds. ROCm 5.2 as packaged by Debian has no ``libhiprtc.so``: hiprtc
+lives inside ``libamdhip64.so.5``, and ``install-rocm.sh`` links
+``libhiprtc.so`` to it in a directory of ours. So before hip-python first
+loads a library we point its loader (the ``DLL`` global of ``hip.chiprtc`` /
+``hip.chip``) at the absolute path found here. Search order for each library:
+
+1. ``$GOMPUTE_HIP_LIBDIR`` (where ``install-rocm.sh`` puts the symlink when set),
+2. ``<sys.prefix>/lib/gompute-hip`` (its default: inside the virtual environment),
+3. the system linker path (a real ROCm registered with ``ldconfig`` or on ``LD_LIBRARY_PATH``),
+4. ``$ROCM_PATH/lib`` and ``/opt/rocm/lib``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+
+from gompute_core.errors import BackendUnavailable
+
+HIPRTC_LIB = "libhiprtc.so"
+HIP_LIB = "libamdhip64.so"
+INSTALL_HINT = "run backends/hip/install-rocm.sh, or install ROCm and hip-python"
+
+
+@dataclass(frozen=True)
+class Found:
+    """Where a library was found, or every place it was looked for."""
+
+    name: str
+    path: str | None
+    searched: tuple[str, ...]
+
+    def describe_missing(self) -> str:
+        """``"libhiprtc.so not found (looked in ...)"``."""
+        return f"{self.name} not found (looked in {', '.join(self.searched)})"
+
+
+def search_dirs() -> tuple[str, ...]:
+    """The directories searched before and after the system linker path, in order."""
+    dirs: list[str] = []
+    env_dir = os.environ.get("GOMPUTE_HIP_LIBDIR")
+    if env_dir:
+        dirs.append(env_dir)
+    dirs.append(str(Path(sys.prefix) / "lib" / "gompute-hip"))
+    dirs.append("<system linker path>")
+    rocm = os.environ.get("ROCM_PATH")
+    if rocm:
+        dirs.append(str(Path(rocm) / "lib"))
+    dirs.append("/opt/rocm/lib")
+    return tuple(dirs)
+
+
+def _loadable(path: str) -> bool:
+    try:
+        ctypes.CDLL(path)
+    except OSError:
+        return False
+    return True
+
+
+@functools.lru_cache(maxsize=None)
+def find_library(name: str) -> Found:
+    """Locate ``name`` along :func:`search_dirs`.
+
+    ``path`` is absolute when found in one of our directories, the bare name
+    when the system linker finds it (``dlopen`` by that name then loads it).
+    """
+    searched = search_dirs()
+    for d in searched:
+        if d == "<system linker path>":
+            if _loadable(name):
+                return Found(name, name, searched)  # dlopen by name finds it the same way
+            continue
+        candidate = Path(d) / name
+        if candidate.exists() and _loadable(str(candidate)):
+            return Found(name, str(candidate), searched)
+    return Found(name, None, searched)
+
+
+def _hip_python_missing() -> str | None:
+    try:
+        import hip  # noqa: F401
+    except ImportError as exc:
+        return f"hip-python not installed ({exc}); {INSTALL_HINT}"
+    return None
+
+
+@functools.lru_cache(maxsize=None)
+def hiprtc() -> ModuleType:
+    """hip-python's ``hip.hiprtc`` bound to the located hiprtc library.
+
+    Raises ``BackendUnavailable`` naming the library and the directories
+    searched when it is absent, or naming hip-python when that is missing.
+    """
+    missing = _hip_python_missing()
+    if missing:
+        raise BackendUnavailable(missing)
+    found = find_library(HIPRTC_LIB)
+    if found.path is None:
+        raise BackendUnavailable(f"hiprtc unavailable: {found.describe_missing()}; {INSTALL_HINT}")
+    from hip import chiprtc
+
+    chiprtc.DLL = found.path.encode()
+    from hip import hiprtc as module
+
+    return module
+
+
+@functools.lru_cache(maxsize=None)
+def hip() -> ModuleType:
+    """hip-python's ``hip.hip`` bound to the located HIP runtime library.
+
+    Raises ``BackendUnavailable`` naming what is missing.
+    """
+    missing = _hip_python_missing()
+    if missing:
+        raise BackendUnavailable(missing)
+    found = find_library(HIP_LIB)
+    if found.path is None:
+        raise BackendUnavailable(f"HIP runtime unavailable: {found.describe_missing()}; "
+                                 f"{INSTALL_HINT}")
+    from hip import chip
+
+    chip.DLL = found.path.encode()
+    from hip import hip as module
+
+    return module
