@@ -24,6 +24,7 @@ import numpy as np
 
 from .errors import InvalidArgument
 from .ir.kernel import KernelIR, Kind
+from .presets import PRESET_COMBINE
 from .types import ScalarType, as_scalar_type, is_float, is_int, short_name, u64
 
 Preset = typing.Literal["sum", "min", "max", "any", "all"]
@@ -378,32 +379,6 @@ def reduce(name: str, T: Any, P: type | None, combine: Callable[..., Any], ident
                 identity=ident, pre=pre)
 
 
-def _add(a: Any, b: Any) -> Any:
-    return a + b
-
-
-def _minimum(a: Any, b: Any) -> Any:
-    return min(a, b)
-
-
-def _maximum(a: Any, b: Any) -> Any:
-    return max(a, b)
-
-
-def _either_nonzero(a: Any, b: Any) -> Any:
-    return 1 if a != 0 or b != 0 else 0
-
-
-def _both_nonzero(a: Any, b: Any) -> Any:
-    return 1 if a != 0 and b != 0 else 0
-
-
-_PRESET_COMBINE: dict[str, Callable[..., Any]] = {
-    "sum": _add, "min": _minimum, "max": _maximum, "any": _either_nonzero,
-    "all": _both_nonzero,
-}
-
-
 def _preset(preset: Preset, name: str, T: Any, P: type | None,
             pre: Callable[..., Any] | None, block_size: int) -> Spec:
     ctor = f"g.{preset}({name!r})"
@@ -421,7 +396,7 @@ def _preset(preset: Preset, name: str, T: Any, P: type | None,
         info = np.iinfo(t)
         identity = int(info.max) if preset == "min" else int(info.min)
     return _new(ctor, name, "reduce", block_size, params=P, T=t,
-                combine=_PRESET_COMBINE[preset], identity=identity, pre=pre, preset=preset)
+                combine=PRESET_COMBINE[preset], identity=identity, pre=pre, preset=preset)
 
 
 def sum(name: str, T: Any, P: type | None = None, pre: Callable[..., Any] | None = None, *,

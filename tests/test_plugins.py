@@ -1,0 +1,150 @@
+"""The backend registry: in-process plugins, entry points, API version, probe, ordering."""
+
+from __future__ import annotations
+
+import importlib.metadata as metadata
+from collections.abc import Iterator
+
+import pytest
+from pybackend import PyBackend, PyDevice
+
+from gompute_core.errors import BackendUnavailable, NoDevice, UnsupportedBackend
+from gompute_core.plugins import manager
+from gompute_core.plugins.records import PLUGIN_API_VERSION
+
+
+@pytest.fixture()
+def registry(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """An empty registry (no entry points) for the test; rediscovered afterwards."""
+    monkeypatch.delenv(manager.ENV_BACKENDS, raising=False)
+    manager.reset(discover=False)
+    yield
+    manager.reset()
+
+
+def test_register_and_describe(registry: None) -> None:
+    rec = manager.register(PyBackend("alpha"))
+    assert rec.loaded and rec.error == ""
+    assert rec.info is not None and rec.info.name == "alpha"
+    assert rec.info.api_version == PLUGIN_API_VERSION
+    assert [r.name for r in manager.backends()] == ["alpha"]
+    assert manager.get_plugin_manager().is_registered(rec.plugin)
+
+
+def test_probe_is_cached_per_process(registry: None) -> None:
+    plugin = PyBackend("alpha")
+    manager.register(plugin)
+    first = manager.probe("alpha")
+    second = manager.probe("alpha")
+    assert first.available and first is second
+    assert plugin.probes == 1
+
+
+def test_devices_are_cached_per_backend_and_ordinal(registry: None) -> None:
+    manager.register(PyBackend("alpha"))
+    d0 = manager.open_device("alpha", 0)
+    assert isinstance(d0, PyDevice)
+    assert manager.open_device("alpha", 0) is d0
+    with pytest.raises(NoDevice, match="ordinal 3"):
+        manager.open_device("alpha", 3)
+    manager.close_devices()
+    assert d0.closed
+    assert manager.open_device("alpha", 0) is not d0
+
+
+def test_unknown_backend_lists_installed(registry: None) -> None:
+    manager.register(PyBackend("alpha"))
+    manager.register(PyBackend("beta"))
+    with pytest.raises(UnsupportedBackend, match="'gamma'.*alpha, beta"):
+        manager.probe("gamma")
+    with pytest.raises(UnsupportedBackend):
+        manager.open_device("gamma", 0)
+
+
+def test_unavailable_backend_reports_reason(registry: None) -> None:
+    manager.register(PyBackend("alpha", available=False, reason="libpy.so.1 not found"))
+    avail = manager.probe("alpha")
+    assert not avail.available and avail.reason == "libpy.so.1 not found"
+    with pytest.raises(BackendUnavailable, match="libpy.so.1 not found"):
+        manager.open_device("alpha", 0)
+
+
+def test_probe_that_raises_is_unavailable_not_fatal(registry: None) -> None:
+    manager.register(PyBackend("alpha", probe_error="driver exploded"))
+    manager.register(PyBackend("beta"))
+    avail = manager.probe("alpha")
+    assert not avail.available
+    assert "RuntimeError: driver exploded" in avail.reason
+    assert manager.probe("beta").available
+
+
+def test_api_version_mismatch_is_refused(registry: None) -> None:
+    plugin = PyBackend("future", api_version=PLUGIN_API_VERSION + 1)
+    rec = manager.register(plugin)
+    assert not rec.loaded
+    assert f"plugin API version {PLUGIN_API_VERSION + 1}" in rec.error
+    assert not manager.get_plugin_manager().is_registered(plugin)
+    assert "future" not in manager.ordered_backends()
+    assert manager.probe("future").reason == rec.error
+    with pytest.raises(BackendUnavailable, match="API version"):
+        manager.open_device("future", 0)
+
+
+def test_broken_entry_point_is_recorded_and_not_fatal(registry: None) -> None:
+    manager.register(PyBackend("alpha"))
+    ep = metadata.EntryPoint(name="broken", value="gompute_no_such_module_xyz:plugin",
+                             group=manager.ENTRY_POINT_GROUP)
+    rec = manager.load_entry_point(ep)
+    assert not rec.loaded and rec.name == "broken"
+    assert rec.error == ("import failed: ModuleNotFoundError: No module named "
+                         "'gompute_no_such_module_xyz'")
+    assert {r.name for r in manager.backends()} == {"alpha", "broken"}
+    assert manager.probe("alpha").available
+    assert not manager.probe("broken").available
+
+
+def test_entry_point_loads_a_real_plugin_object(registry: None) -> None:
+    ep = metadata.EntryPoint(name="pyep", value="test_plugins:ENTRY_PLUGIN",
+                             group=manager.ENTRY_POINT_GROUP)
+    rec = manager.load_entry_point(ep)
+    assert rec.loaded and rec.name == "pyep"
+    assert "entry point pyep" in rec.source
+
+
+ENTRY_PLUGIN = PyBackend("pyep")
+
+
+def test_duplicate_backend_name_is_refused(registry: None) -> None:
+    manager.register(PyBackend("alpha"))
+    second = manager.register(PyBackend("alpha"))
+    assert "already provided" in second.error
+    assert manager.record("alpha").loaded
+
+
+def test_priority_orders_backends(registry: None) -> None:
+    manager.register(PyBackend("low", priority=10))
+    manager.register(PyBackend("high", priority=300))
+    manager.register(PyBackend("mid", priority=100))
+    assert manager.ordered_backends() == ["high", "mid", "low"]
+
+
+def test_env_restricts_and_orders(registry: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    manager.register(PyBackend("low", priority=10))
+    manager.register(PyBackend("high", priority=300))
+    manager.register(PyBackend("mid", priority=100))
+    monkeypatch.setenv(manager.ENV_BACKENDS, "low, high,absent")
+    assert manager.ordered_backends() == ["low", "high"]
+    avail = manager.probe("mid")
+    assert not avail.available and "GOMPUTE_BACKENDS" in avail.reason
+    with pytest.raises(BackendUnavailable, match="GOMPUTE_BACKENDS"):
+        manager.open_device("mid", 0)
+
+
+def test_plugin_without_info_hook_is_refused(registry: None) -> None:
+    class NoInfo:
+        @manager.hookimpl
+        def gompute_probe(self, backend: str) -> None:
+            return None
+
+    rec = manager.register(NoInfo(), name="noinfo")
+    assert not rec.loaded and "gompute_backend_info" in rec.error
