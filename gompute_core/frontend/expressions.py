@@ -1,0 +1,257 @@
+"""Expression lowering: one handler per accepted AST node type; everything else is a
+KernelSyntaxError naming the construct."""
+
+from __future__ import annotations
+
+import ast
+import types
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..ir.nodes import ArrayType, Field, Index, Select, StructType, Var
+from ..types import is_int
+from . import ops
+from .context import FnContext, Static
+from .kmath import MathNamespace
+from .values import (
+    Value,
+    coerce,
+    describe_type,
+    is_scalar,
+    join,
+    materialize,
+    strong_const,
+    weak_const,
+)
+
+_BINOPS: dict[type[ast.operator], str] = {
+    ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "truediv",
+    ast.FloorDiv: "floordiv", ast.Mod: "mod", ast.Pow: "pow", ast.LShift: "lshift",
+    ast.RShift: "rshift", ast.BitAnd: "bitand", ast.BitOr: "bitor", ast.BitXor: "bitxor",
+}
+_CMPOPS: dict[type[ast.cmpop], str] = {
+    ast.Eq: "eq", ast.NotEq: "ne", ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge",
+}
+
+CONSTRUCT_NAMES: dict[str, str] = {
+    "ListComp": "list comprehension", "SetComp": "set comprehension",
+    "DictComp": "dict comprehension", "GeneratorExp": "generator expression",
+    "Lambda": "lambda (define a helper kernel function with def)", "Yield": "yield",
+    "YieldFrom": "yield from", "Await": "await", "JoinedStr": "f-string",
+    "FormattedValue": "f-string", "List": "list", "Tuple": "tuple", "Dict": "dict",
+    "Set": "set", "Starred": "starred expression", "NamedExpr": "assignment expression (:=)",
+    "Slice": "slice", "MatMult": "matrix multiplication (@)", "Is": "'is' comparison",
+    "IsNot": "'is not' comparison", "In": "'in' test", "NotIn": "'not in' test",
+    "Try": "try statement", "TryStar": "try statement", "With": "with statement",
+    "AsyncWith": "async with", "Raise": "raise", "Assert": "assert", "Delete": "del",
+    "Import": "import", "ImportFrom": "import", "Global": "global", "Nonlocal": "nonlocal",
+    "FunctionDef": "nested function definition", "AsyncFunctionDef": "nested function",
+    "ClassDef": "class definition", "Match": "match statement", "AsyncFor": "async for",
+    "AnnAssign": "annotated assignment (the oracle would not convert; use g.f32(...))",
+}
+
+
+def construct_name(node: ast.AST) -> str:
+    """A readable name of an AST construct for messages."""
+    key = type(node).__name__
+    return CONSTRUCT_NAMES.get(key, key)
+
+
+def reject(ctx: FnContext, node: ast.AST, what: str | None = None) -> Any:
+    """Raise the KernelSyntaxError for a construct outside the kernel language."""
+    name = what or construct_name(node)
+    ctx.fail(node, f"{name} is not supported in kernel code", type(node).__name__)
+
+
+def classify(ctx: FnContext, node: ast.AST, obj: Any, text: str) -> Value | Static:
+    """A captured Python object: numbers (IntEnum members included) become weak constants,
+    NumPy scalars strong constants; modules, classes, functions stay static."""
+    if isinstance(obj, bool):
+        return ctx.typing(node, weak_const, obj)
+    if isinstance(obj, int):
+        return ctx.typing(node, weak_const, int(obj))
+    if isinstance(obj, float):
+        return ctx.typing(node, weak_const, float(obj))
+    if isinstance(obj, np.generic):
+        return ctx.typing(node, strong_const, obj)
+    return Static(obj, text)
+
+
+def lower_any(ctx: FnContext, node: ast.expr) -> Value | Static:
+    """Lower an expression that may name a compile-time object."""
+    handler = EXPR_HANDLERS.get(type(node))
+    if handler is None:
+        return reject(ctx, node)
+    return handler(ctx, node)
+
+
+def lower_expr(ctx: FnContext, node: ast.expr) -> Value:
+    """Lower an expression that must be a run-time value."""
+    v = lower_any(ctx, node)
+    if isinstance(v, Static):
+        ctx.fail(node, f"'{v.text}' is {_describe_static(v.obj)}, not a value usable in "
+                       "kernel code", type(node).__name__)
+    return v
+
+
+def _describe_static(obj: Any) -> str:
+    if isinstance(obj, types.ModuleType):
+        return f"the module {obj.__name__}"
+    if isinstance(obj, type):
+        return f"the class {obj.__qualname__}"
+    if callable(obj):
+        return f"the function {getattr(obj, '__qualname__', obj)!r}"
+    return f"a {type(obj).__name__}"
+
+
+def _name(ctx: FnContext, node: ast.Name) -> Value | Static:
+    name = node.id
+    param = ctx.params.get(name)
+    if param is not None and name not in ctx.local_names:
+        if param.ty is None or param.name is None:
+            ctx.fail(node, f"parameter '{name}' has nothing bound to it (the spec has no "
+                           "params); remove its uses", "Name")
+        return Value(Var(param.name, param.ty.type), param.ty.weak)
+    if name in ctx.local_names:
+        ty = ctx.local_type(node, name)
+        return Value(Var(ctx.ir_names[name], ty.type), ty.weak)
+    found, obj = ctx.src.lookup(name)
+    if not found:
+        ctx.fail(node, f"name '{name}' is not defined", "Name")
+    return classify(ctx, node, obj, name)
+
+
+def _attribute(ctx: FnContext, node: ast.Attribute) -> Value | Static:
+    base = lower_any(ctx, node.value)
+    text = f"{ast.unparse(node.value)}.{node.attr}"
+    if isinstance(base, Static):
+        obj = base.obj
+        if not isinstance(obj, (types.ModuleType, type, MathNamespace)):
+            ctx.fail(node, f"attribute access on '{base.text}' ({_describe_static(obj)}): "
+                           "only params, modules, classes and g.math have attributes in "
+                           "kernel code", "Attribute")
+        try:
+            value = getattr(obj, node.attr)
+        except AttributeError:
+            ctx.fail(node, f"'{base.text}' has no attribute '{node.attr}'", "Attribute")
+        return classify(ctx, node, value, text)
+    if not isinstance(base.type, StructType):
+        ctx.fail(node, f"attribute access '.{node.attr}' on a {base.ty.describe()} value: "
+                       "only params records have attributes", "Attribute")
+    try:
+        fld = base.type.layout.field(node.attr)  # type: ignore[attr-defined]
+    except KeyError:
+        ctx.fail(node, f"params {base.type.name} has no field '{node.attr}'", "Attribute")
+    return Value(Field(base.expr, node.attr, fld.type))
+
+
+def _subscript(ctx: FnContext, node: ast.Subscript) -> Value:
+    base = lower_expr(ctx, node.value)
+    if not isinstance(base.type, ArrayType):
+        ctx.fail(node, f"indexing a {base.ty.describe()}: only params arrays "
+                       "(g.Array fields) can be indexed", "Subscript")
+    if isinstance(node.slice, ast.Slice):
+        reject(ctx, node.slice)
+    idx = lower_expr(ctx, node.slice)
+    if not is_scalar(idx.type) or not (is_int(idx.type) and idx.type is not np.bool_):
+        ctx.fail(node, f"array index must be an integer, got {idx.ty.describe()}", "Subscript")
+    length = base.type.length
+    if idx.is_weak_const:
+        i = int(idx.py)  # type: ignore[arg-type]
+        if not -length <= i < length:
+            ctx.fail(node, f"index {i} out of range for {ast.unparse(node.value)} "
+                           f"(length {length})", "Subscript")
+        idx = ctx.typing(node, weak_const, i % length)
+    return Value(Index(base.expr, materialize(idx).expr, base.type.elem))
+
+
+def _constant(ctx: FnContext, node: ast.Constant) -> Value:
+    if isinstance(node.value, (bool, int, float)):
+        return ctx.typing(node, weak_const, node.value)
+    kind = {str: "string", bytes: "bytes", complex: "complex number"}.get(
+        type(node.value), repr(node.value))
+    return reject(ctx, node, f"{kind} constant")
+
+
+def _binop(ctx: FnContext, node: ast.BinOp) -> Value:
+    op = _BINOPS.get(type(node.op))
+    if op is None:
+        return reject(ctx, node.op)
+    a = lower_expr(ctx, node.left)
+    b = lower_expr(ctx, node.right)
+    return ctx.typing(node, ops.binary, op, a, b)
+
+
+def _unaryop(ctx: FnContext, node: ast.UnaryOp) -> Value:
+    v = lower_expr(ctx, node.operand)
+    if isinstance(node.op, ast.USub):
+        return ctx.typing(node, ops.negate, v)
+    if isinstance(node.op, ast.Not):
+        return ctx.typing(node, ops.logical_not, v)
+    if isinstance(node.op, ast.Invert):
+        return ctx.typing(node, ops.invert, v)
+    if not is_scalar(v.type) or v.type is np.bool_:
+        ctx.fail(node, f"unary '+' needs a number, got {v.ty.describe()}", "UAdd")
+    return v
+
+
+def _boolop(ctx: FnContext, node: ast.BoolOp) -> Value:
+    op = "and" if isinstance(node.op, ast.And) else "or"
+    acc = lower_expr(ctx, node.values[0])
+    for operand in node.values[1:]:
+        acc = ctx.typing(node, ops.logical, op, acc, lower_expr(ctx, operand))
+    return acc
+
+
+def _compare(ctx: FnContext, node: ast.Compare) -> Value:
+    """``a < b < c`` is ``a < b and b < c`` (``b`` is pure, evaluating it twice is safe)."""
+    operands = [lower_expr(ctx, node.left)]
+    terms: list[Value] = []
+    for cmpop, right_node in zip(node.ops, node.comparators, strict=True):
+        op = _CMPOPS.get(type(cmpop))
+        if op is None:
+            return reject(ctx, node, construct_name(cmpop))
+        operands.append(lower_expr(ctx, right_node))
+        terms.append(ctx.typing(node, ops.compare, op, operands[-2], operands[-1]))
+    result = terms[0]
+    for term in terms[1:]:
+        result = ctx.typing(node, ops.logical, "and", result, term)
+    return result
+
+
+def _ifexp(ctx: FnContext, node: ast.IfExp) -> Value:
+    cond = ctx.typing(node, ops.truth, lower_expr(ctx, node.test))
+    if cond.is_weak_const:
+        return lower_expr(ctx, node.body if cond.py else node.orelse)
+    a = lower_expr(ctx, node.body)
+    b = lower_expr(ctx, node.orelse)
+    t = ctx.typing(node, join, a.ty, b.ty)
+    if not is_scalar(t.type):
+        ctx.fail(node, f"a conditional expression must give numbers, not {describe_type(t.type)}",
+                 "IfExp")
+    a = ctx.typing(node, coerce, a, t)
+    b = ctx.typing(node, coerce, b, t)
+    return Value(Select(cond.expr, a.expr, b.expr, t.type), t.weak)
+
+
+def _call(ctx: FnContext, node: ast.Call) -> Value | Static:
+    from .calls import lower_call
+
+    return lower_call(ctx, node)
+
+
+EXPR_HANDLERS: dict[type[ast.AST], Callable[[FnContext, Any], Value | Static]] = {
+    ast.Name: _name,
+    ast.Attribute: _attribute,
+    ast.Subscript: _subscript,
+    ast.Constant: _constant,
+    ast.BinOp: _binop,
+    ast.UnaryOp: _unaryop,
+    ast.BoolOp: _boolop,
+    ast.Compare: _compare,
+    ast.IfExp: _ifexp,
+    ast.Call: _call,
+}
+"""The accepted expression constructs; anything else is rejected by name and line."""

@@ -1,0 +1,130 @@
+"""``g.math``: math functions of the kernel language.
+
+Each function runs on NumPy scalars in the Python oracle and is recognised by
+the frontend as an IR intrinsic. Semantics (identical on every backend, as far
+as each backend's libm allows):
+
+* float arguments keep their type (``g.math.sqrt(np.float32(2))`` is an f32);
+* integer, bool and Python-number arguments are converted to ``f64`` first
+  (unlike NumPy's ``np.sqrt(np.int8(4))``, which picks f16: one rule is easier
+  to reason about and to render);
+* two-argument functions first promote their arguments with NumPy 2 (NEP 50)
+  rules, then convert a non-float result type to ``f64``;
+* ``isnan``/``isinf``/``isfinite`` return ``bool``;
+* ``erf`` has no NumPy ufunc: it is computed with :func:`math.erf` in double
+  precision and rounded back to the argument's float type.
+
+Constants ``pi``, ``e``, ``inf`` and ``nan`` are Python floats, i.e. weak
+literals: ``x * g.math.pi`` with an f32 ``x`` stays f32.
+"""
+
+from __future__ import annotations
+
+import math as _pymath
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+__all__ = ["math", "MathNamespace", "INTRINSICS", "PREDICATES", "BINARY_INTRINSICS"]
+
+
+def _float_arg(x: Any) -> np.floating:
+    """``x`` as a NumPy float scalar: floats keep their type, everything else is f64."""
+    if isinstance(x, np.floating):
+        return x
+    if isinstance(x, (bool, int, float, np.integer, np.bool_)):
+        return np.float64(x)
+    raise TypeError(f"g.math functions take numbers, not {type(x).__name__}")
+
+
+def _float_args(a: Any, b: Any) -> tuple[np.floating, np.floating]:
+    """Promote two numbers NumPy-style (NEP 50), then make the common type a float."""
+    for v in (a, b):
+        if not isinstance(v, (bool, int, float, np.integer, np.bool_, np.floating)):
+            raise TypeError(f"g.math functions take numbers, not {type(v).__name__}")
+    t = np.result_type(a, b).type
+    if not issubclass(t, np.floating):
+        t = np.float64
+    return t(a), t(b)
+
+
+def _unary(ufunc: Callable[[Any], Any], name: str) -> Callable[[Any], Any]:
+    def fn(x: Any) -> Any:
+        return ufunc(_float_arg(x))
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"``{name}(x)`` on a float (integers are converted to f64 first)."
+    return fn
+
+
+def _binary(ufunc: Callable[[Any, Any], Any], name: str) -> Callable[[Any, Any], Any]:
+    def fn(a: Any, b: Any) -> Any:
+        return ufunc(*_float_args(a, b))
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"``{name}(a, b)`` on the promoted float type of ``a`` and ``b``."
+    return fn
+
+
+def erf(x: Any) -> Any:
+    """The error function, computed in double precision and rounded to ``x``'s float type."""
+    xf = _float_arg(x)
+    return type(xf)(_pymath.erf(float(xf)))
+
+
+_UNARY_UFUNCS: dict[str, Callable[[Any], Any]] = {
+    "sqrt": np.sqrt, "exp": np.exp, "log": np.log, "log2": np.log2, "log10": np.log10,
+    "exp2": np.exp2, "sin": np.sin, "cos": np.cos, "tan": np.tan, "tanh": np.tanh,
+    "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan, "sinh": np.sinh,
+    "cosh": np.cosh, "floor": np.floor, "ceil": np.ceil, "trunc": np.trunc,
+    "fabs": np.fabs, "expm1": np.expm1, "log1p": np.log1p,
+    "isnan": np.isnan, "isinf": np.isinf, "isfinite": np.isfinite,
+}
+_BINARY_UFUNCS: dict[str, Callable[[Any, Any], Any]] = {
+    "atan2": np.arctan2, "copysign": np.copysign, "fmod": np.fmod, "hypot": np.hypot,
+}
+
+PREDICATES: frozenset[str] = frozenset({"isnan", "isinf", "isfinite"})
+"""Intrinsics returning bool."""
+
+BINARY_INTRINSICS: frozenset[str] = frozenset(_BINARY_UFUNCS)
+"""Intrinsics taking two arguments."""
+
+
+class MathNamespace:
+    """The ``g.math`` namespace: functions usable both in the oracle and in kernels."""
+
+    pi: float = _pymath.pi
+    e: float = _pymath.e
+    inf: float = _pymath.inf
+    nan: float = _pymath.nan
+
+    def __repr__(self) -> str:
+        return "<gompute math namespace>"
+
+
+math = MathNamespace()
+"""``g.math``: see the module docstring for the semantics."""
+
+INTRINSICS: dict[int, str] = {}
+"""``id`` of each ``g.math`` function -> IR intrinsic name (the functions live forever)."""
+
+for _name, _uf in _UNARY_UFUNCS.items():
+    _f = _unary(_uf, _name)
+    setattr(MathNamespace, _name, staticmethod(_f))
+    INTRINSICS[id(_f)] = _name
+for _name, _bf in _BINARY_UFUNCS.items():
+    _f = _binary(_bf, _name)
+    setattr(MathNamespace, _name, staticmethod(_f))
+    INTRINSICS[id(_f)] = _name
+MathNamespace.erf = staticmethod(erf)  # type: ignore[attr-defined]
+INTRINSICS[id(erf)] = "erf"
+
+
+def intrinsic_of(obj: object) -> str | None:
+    """The IR intrinsic name of a ``g.math`` function object, or None."""
+    name = INTRINSICS.get(id(obj))
+    if name is not None and getattr(MathNamespace, name, None) is obj:
+        return name
+    return None

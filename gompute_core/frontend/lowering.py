@@ -1,0 +1,154 @@
+"""Lowering one Python function to one IR Function, and helpers on demand.
+
+Local variable types are found by a fixed point: *collect* passes lower the
+body, joining the type of every value assigned to each local (NumPy 2
+promotion; a local only ever assigned Python numbers stays weak), until no
+type changes; the *emit* pass then produces the IR with every assignment and
+return converted to the final types. Types only grow, so this terminates.
+"""
+
+from __future__ import annotations
+
+import ast
+import types
+from collections.abc import Sequence
+
+from ..ir.nodes import Assign, Expr, Function, Var
+from .context import FnContext, Param, Program, Specialization, fail_at
+from .names import safe_name
+from .source import FunctionSource, parse_function
+from .statements import always_returns, lower_block
+from .values import Ty, TypingError, Value, coerce, join
+
+MAX_PASSES = 32
+
+
+def _body(src: FunctionSource) -> list[ast.stmt]:
+    node = src.node
+    if isinstance(node, ast.Lambda):
+        return [ast.copy_location(ast.Return(value=node.body), node.body)]
+    return list(node.body)
+
+
+def _assigned_names(body: Sequence[ast.stmt]) -> list[str]:
+    seen: dict[str, None] = {}
+    for stmt in body:
+        for n in ast.walk(stmt):
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+                seen.setdefault(n.id, None)
+    return list(seen)
+
+
+def _param_names(src: FunctionSource, arg_tys: Sequence[Ty | None]) -> list[str]:
+    args = src.node.args
+    if args.vararg or args.kwarg or args.kwonlyargs:
+        fail_at(src, src.node, f"kernel function '{src.name}' must take plain positional "
+                              "parameters (no *args, **kwargs or keyword-only)", "arguments")
+    if args.defaults or args.kw_defaults:
+        fail_at(src, src.node, f"kernel function '{src.name}' has default parameter values, "
+                              "which kernel calls cannot use", "arguments")
+    names = [a.arg for a in args.posonlyargs + args.args]
+    if len(names) != len(arg_tys):
+        fail_at(src, src.node, f"kernel function '{src.name}' takes {len(names)} parameter"
+                              f"{'s' if len(names) != 1 else ''} but is called with "
+                              f"{len(arg_tys)}", "arguments")
+    return names
+
+
+def lower_function(program: Program, src: FunctionSource, arg_tys: Sequence[Ty | None],
+                   ret: Ty | None, ir_name: str) -> Specialization:
+    """Lower ``src`` called with ``arg_tys`` (None: the parameter is unused and dropped) to
+    an IR Function named ``ir_name`` returning ``ret`` (None: inferred)."""
+    names = _param_names(src, arg_tys)
+    body = _body(src)
+    local_names = frozenset(_assigned_names(body))
+    taken: set[str] = set()
+    ir_names: dict[str, str] = {}
+    params: dict[str, Param] = {}
+    for pname, ty in zip(names, arg_tys, strict=True):
+        if ty is None:
+            params[pname] = Param(None, None)
+            continue
+        arg_name = safe_name(f"{pname}_arg" if pname in local_names else pname, taken)
+        params[pname] = Param(arg_name, ty)
+    for name in [*names, *_assigned_names(body)]:
+        if name in local_names and name not in ir_names:
+            ir_names[name] = safe_name(name, taken)
+
+    def context(var_types: dict[str, Ty], emit: bool, ret_ty: Ty | None) -> FnContext:
+        return FnContext(program, src, params, local_names, ir_names, dict(var_types), ret_ty,
+                         emit=emit, lower_helper=lower_helper)
+
+    initial = {n: p.ty for n, p in params.items() if n in local_names and p.ty is not None}
+    var_types: dict[str, Ty] = dict(initial)
+    returns: Ty | None = None
+    for _ in range(MAX_PASSES):
+        ctx = context(var_types, False, None)
+        lower_block(ctx, body)
+        new_returns = _join_returns(ctx, ctx.returns)
+        if ctx.var_types == var_types and new_returns == returns:
+            break
+        var_types, returns = ctx.var_types, new_returns
+    ret_ty = ret if ret is not None else returns
+    if ret_ty is None:
+        fail_at(src, src.node, f"kernel function '{src.name}' never returns a value", "Return")
+    ctx = context(var_types, True, ret_ty)
+    stmts = lower_block(ctx, body)
+    if not always_returns(stmts):
+        ctx.fail(body[-1], f"kernel function '{src.name}' can reach its end without returning "
+                           "a value; every path must return", "Return")
+    prologue = []
+    for pname, p in params.items():
+        if pname in local_names and p.ty is not None and p.name is not None:
+            value = coerce_param(ctx, p.name, p.ty, var_types[pname])
+            prologue.append(Assign(ir_names[pname], value))
+    fn = Function(
+        name=ir_name,
+        args=tuple((p.name, p.ty.type) for p in params.values()
+                   if p.name is not None and p.ty is not None),
+        ret=ret_ty.type,
+        locals=ctx.declared(),
+        body=(*prologue, *stmts),
+        source=src.location,
+    )
+    return Specialization(fn, ret_ty)
+
+
+def coerce_param(ctx: FnContext, name: str, ty: Ty, to: Ty) -> Expr:
+    """The argument ``name`` converted to the type of the local that shadows it."""
+    return ctx.typing(ctx.src.node, coerce, Value(Var(name, ty.type), ty.weak), to).expr
+
+
+def _join_returns(ctx: FnContext, returns: list[Ty]) -> Ty | None:
+    if not returns:
+        return None
+    acc = returns[0]
+    for ty in returns[1:]:
+        try:
+            acc = join(acc, ty)
+        except TypingError as exc:
+            ctx.fail(ctx.src.node, f"returns of '{ctx.src.name}' have incompatible types: {exc}",
+                     "Return")
+    return acc
+
+
+def lower_helper(ctx: FnContext, node: ast.AST, fn: types.FunctionType,
+                 arg_tys: Sequence[Ty], ret: Ty | None) -> Specialization:
+    """Lower (once per argument types) a kernel function called from kernel code."""
+    program = ctx.program
+    key = (fn, tuple(arg_tys), ret)
+    spec = program.specializations.get(key)
+    if spec is not None:
+        return spec
+    if fn in program.stack or fn is ctx.src.fn:
+        ctx.fail(node, f"recursive call of '{fn.__name__}': kernel functions are inlined and "
+                       "cannot recurse", "Call")
+    src = parse_function(fn)
+    program.stack.append(ctx.src.fn)
+    try:
+        spec = lower_function(program, src, list(arg_tys), ret, program.helper_name(fn.__name__))
+    finally:
+        program.stack.pop()
+    program.specializations[key] = spec
+    program.functions[spec.function.name] = spec.function
+    return spec

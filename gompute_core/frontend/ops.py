@@ -1,0 +1,207 @@
+"""Typing and construction of operators: arithmetic, bitwise, comparisons, logic.
+
+The rules are NumPy 2's (see :mod:`.values` for weak values); each function
+returns a :class:`Value` whose IR node satisfies the invariants of
+:mod:`gompute_core.ir.nodes`, or raises :class:`TypingError`.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..ir.nodes import Binary, Compare, Const, Logical, Not, Unary
+from ..types import f64, i64, is_float, is_int
+from .values import (
+    WEAK_REPR,
+    Ty,
+    TypingError,
+    Value,
+    coerce,
+    const_of,
+    describe_type,
+    int_range,
+    is_scalar,
+    join,
+    weak_const,
+)
+
+ARITH = frozenset({"add", "sub", "mul", "truediv", "floordiv", "mod", "pow"})
+BITWISE = frozenset({"bitand", "bitor", "bitxor"})
+SHIFTS = frozenset({"lshift", "rshift"})
+
+_PY_BINARY: dict[str, Callable[[Any, Any], Any]] = {
+    "add": operator.add, "sub": operator.sub, "mul": operator.mul,
+    "truediv": operator.truediv, "floordiv": operator.floordiv, "mod": operator.mod,
+    "pow": operator.pow, "lshift": operator.lshift, "rshift": operator.rshift,
+    "bitand": operator.and_, "bitor": operator.or_, "bitxor": operator.xor,
+}
+_PY_COMPARE: dict[str, Callable[[Any, Any], bool]] = {
+    "eq": operator.eq, "ne": operator.ne, "lt": operator.lt,
+    "le": operator.le, "gt": operator.gt, "ge": operator.ge,
+}
+SYMBOLS: dict[str, str] = {
+    "add": "+", "sub": "-", "mul": "*", "truediv": "/", "floordiv": "//", "mod": "%",
+    "pow": "**", "lshift": "<<", "rshift": ">>", "bitand": "&", "bitor": "|", "bitxor": "^",
+    "eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">=",
+}
+
+
+def _require_scalar(v: Value, what: str) -> None:
+    if not is_scalar(v.type):
+        raise TypingError(f"{what} needs a number, got {describe_type(v.type)}")
+
+
+def _fold(op: str, a: Value, b: Value) -> Value:
+    """Python's own result for two weak constants."""
+    try:
+        result = _PY_BINARY[op](a.py, b.py)
+    except ZeroDivisionError as exc:
+        raise TypingError(f"constant expression divides by zero ({exc})") from None
+    except OverflowError as exc:
+        raise TypingError(f"constant expression overflows ({exc})") from None
+    if isinstance(result, complex):
+        raise TypingError("constant expression has a complex result")
+    return weak_const(result)
+
+
+def _weak_result_kind(op: str, a: str, b: str) -> str:
+    rank = {"bool": 0, "int": 1, "float": 2}
+    kind = a if rank[a] >= rank[b] else b
+    if op == "truediv":
+        return "float"
+    if kind == "bool" and (op in ARITH or op in SHIFTS):
+        return "int"
+    return kind
+
+
+def binary(op: str, a: Value, b: Value) -> Value:
+    """``a op b`` for an IR BinaryOp name."""
+    sym = SYMBOLS[op]
+    _require_scalar(a, f"'{sym}'")
+    _require_scalar(b, f"'{sym}'")
+    if a.weak is not None and b.weak is not None:
+        kind = _weak_result_kind(op, a.weak, b.weak)
+        if (op in BITWISE or op in SHIFTS) and kind == "float":
+            raise TypingError(f"'{sym}' needs integers or bools, got a Python float")
+        if a.is_weak_const and b.is_weak_const:
+            return _fold(op, a, b)
+        if op == "pow" and kind == "int" and b.is_weak_const and b.py < 0:  # type: ignore[operator]
+            raise TypingError("integer ** negative constant is not allowed (NumPy raises); "
+                              "use a float base")
+        t = Ty(WEAK_REPR[kind], kind)  # type: ignore[arg-type]
+        return Value(Binary(op, coerce(a, t).expr, coerce(b, t).expr, t.type), t.weak)  # type: ignore[arg-type]
+    t = join(a.ty, b.ty).type
+    if op in ARITH and t is np.bool_ and op != "truediv":
+        raise TypingError(f"'{sym}' on bool values is not arithmetic in NumPy; "
+                          "cast to an integer type first (e.g. g.i32(flag))")
+    if op == "truediv" and not is_float(t):
+        t = f64
+    if op in BITWISE and is_float(t):
+        raise TypingError(f"'{sym}' needs integers or bools, got {describe_type(t)} "
+                          f"({a.ty.describe()} {sym} {b.ty.describe()})")
+    if op in SHIFTS:
+        if is_float(t):
+            raise TypingError(f"'{sym}' needs integers, got {describe_type(t)} "
+                              f"({a.ty.describe()} {sym} {b.ty.describe()})")
+        if t is np.bool_:
+            t = i64
+    if op == "pow" and is_int(t) and isinstance(b.expr, Const) and b.expr.value < 0:
+        raise TypingError("integer ** negative constant is not allowed (NumPy raises); "
+                          "use a float base")
+    ty = Ty(t)
+    return Value(Binary(op, coerce(a, ty).expr, coerce(b, ty).expr, t))  # type: ignore[arg-type]
+
+
+def compare(op: str, a: Value, b: Value) -> Value:
+    """``a op b`` for an IR CompareOp name; the result is bool."""
+    sym = SYMBOLS[op]
+    _require_scalar(a, f"'{sym}'")
+    _require_scalar(b, f"'{sym}'")
+    if a.is_weak_const and b.is_weak_const:
+        return weak_const(_PY_COMPARE[op](a.py, b.py))
+    known = _out_of_range(op, a, b)
+    if known is not None:
+        return Value(Const(known, np.bool_))
+    t = join(a.ty, b.ty)
+    result = Compare(op, coerce(a, t).expr, coerce(b, t).expr, np.bool_)  # type: ignore[arg-type]
+    return Value(result, "bool" if t.weak is not None else None)
+
+
+def _out_of_range(op: str, a: Value, b: Value) -> bool | None:
+    """NumPy 2 compares a strong integer with any Python int exactly, even one outside the
+    type's range: such a comparison has a constant result."""
+    if a.is_weak_const and b.weak is None and is_int(b.type) and a.weak == "int":
+        flipped = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}.get(op, op)
+        return _out_of_range(flipped, b, a)
+    if not (b.is_weak_const and b.weak == "int" and a.weak is None and is_int(a.type)):
+        return None
+    lo, hi = int_range(a.type)
+    c = int(b.py)  # type: ignore[arg-type]
+    if lo <= c <= hi:
+        return None
+    above = c > hi  # every value of a is below c
+    return {"eq": False, "ne": True, "lt": above, "le": above,
+            "gt": not above, "ge": not above}[op]
+
+
+def truth(v: Value) -> Value:
+    """A condition: bools as they are, numbers compared with zero (Python truthiness)."""
+    if not is_scalar(v.type):
+        raise TypingError(f"a condition needs a number or bool, got {describe_type(v.type)}")
+    if v.type is np.bool_:
+        return v
+    if v.is_weak_const:
+        return weak_const(bool(v.py))
+    zero = Value(const_of(0, v.type))  # type: ignore[arg-type]
+    r = Compare("ne", v.expr, zero.expr, np.bool_)
+    return Value(r, "bool" if v.weak is not None else None)
+
+
+def logical_not(v: Value) -> Value:
+    """``not v`` (numbers by truthiness)."""
+    b = truth(v)
+    if b.is_weak_const:
+        return weak_const(not b.py)
+    return Value(Not(b.expr, np.bool_), b.weak)
+
+
+def logical(op: str, a: Value, b: Value) -> Value:
+    """Short-circuit ``and``/``or`` of two bools (numbers are rejected: Python would
+    return one of the operands, not a bool)."""
+    for v in (a, b):
+        if v.type is not np.bool_:
+            raise TypingError(f"'{op}' needs bool operands, got {v.ty.describe()}; "
+                              "compare explicitly (e.g. x != 0)")
+    weak = "bool" if a.weak is not None and b.weak is not None else None
+    return Value(Logical(op, a.expr, b.expr, np.bool_), weak)  # type: ignore[arg-type]
+
+
+def negate(v: Value) -> Value:
+    """``-v``."""
+    _require_scalar(v, "unary '-'")
+    if v.type is np.bool_ and v.weak is None:
+        raise TypingError("unary '-' on a bool is not allowed (NumPy raises); cast first")
+    if v.is_weak_const:
+        return weak_const(-v.py)  # type: ignore[operator]
+    if v.weak == "bool":
+        v = coerce(v, Ty(i64, "int"))
+    return Value(Unary("neg", v.expr, v.type), v.weak)  # type: ignore[arg-type]
+
+
+def invert(v: Value) -> Value:
+    """``~v`` on integers and bools (a NumPy bool inverts logically, a Python bool as int)."""
+    _require_scalar(v, "'~'")
+    if is_float(v.type):
+        raise TypingError(f"'~' needs an integer or bool, got {v.ty.describe()}")
+    if v.is_weak_const:
+        return weak_const(~v.py)  # type: ignore[operator]
+    if v.weak == "bool":
+        v = coerce(v, Ty(i64, "int"))
+    if v.type is np.bool_:
+        return Value(Not(v.expr, np.bool_))
+    return Value(Unary("invert", v.expr, v.type), v.weak)  # type: ignore[arg-type]
+

@@ -1,0 +1,227 @@
+"""Statement lowering: one handler per accepted statement type.
+
+Lowering runs in passes (see :mod:`.lowering`): *collect* passes only learn the
+types of locals and returns; the final *emit* pass produces IR with every
+value converted to its variable's (or the function's) type.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ..ir.nodes import Assign, Break, Const, Continue, ForRange, If, Return, Stmt, While
+from ..types import i64, is_int
+from . import ops
+from .context import FnContext, Static, Unresolved
+from .expressions import _BINOPS, lower_any, lower_expr, reject
+from .values import Ty, Value, coerce, is_scalar
+
+
+def lower_block(ctx: FnContext, body: Sequence[ast.stmt]) -> tuple[Stmt, ...]:
+    """Lower statements in order; statements after a return/break/continue are dead and
+    dropped (Python never runs them)."""
+    out: list[Stmt] = []
+    for node in body:
+        handler = STMT_HANDLERS.get(type(node))
+        if handler is None:
+            reject(ctx, node)
+        out.extend(handler(ctx, node))
+        if out and isinstance(out[-1], (Return, Break, Continue)):
+            break
+    return tuple(out)
+
+
+def _value_or_unresolved(ctx: FnContext, node: ast.expr) -> Value | None:
+    """Lower an expression; in collect passes a not-yet-typed local gives None."""
+    try:
+        return lower_expr(ctx, node)
+    except Unresolved:
+        return None
+
+
+def _condition(ctx: FnContext, node: ast.expr) -> Value | None:
+    v = _value_or_unresolved(ctx, node)
+    return None if v is None else ctx.typing(node, ops.truth, v)
+
+
+def _store(ctx: FnContext, node: ast.AST, name: str, v: Value) -> list[Stmt]:
+    if not is_scalar(v.type):
+        ctx.fail(node, f"cannot assign a {v.ty.describe()} to the local '{name}': locals hold "
+                       "numbers (use the params path directly)", "Assign")
+    ctx.record_assignment(node, name, v.ty)
+    if not ctx.emit:
+        return []
+    value = ctx.typing(node, coerce, v, ctx.var_types[name])
+    return [Assign(ctx.ir_names[name], value.expr)]
+
+
+def _target_name(ctx: FnContext, target: ast.expr) -> str:
+    if isinstance(target, ast.Name):
+        return target.id
+    if isinstance(target, (ast.Attribute, ast.Subscript)):
+        ctx.fail(target, f"assignment to '{ast.unparse(target)}': params are read-only in "
+                         "kernel code", type(target).__name__)
+    if isinstance(target, (ast.Tuple, ast.List)):
+        ctx.fail(target, "tuple unpacking is not supported in kernel code; assign each "
+                         "variable separately", type(target).__name__)
+    return reject(ctx, target)
+
+
+def _assign(ctx: FnContext, node: ast.Assign) -> list[Stmt]:
+    names = [_target_name(ctx, t) for t in node.targets]
+    v = _value_or_unresolved(ctx, node.value)
+    if v is None:
+        return []
+    out: list[Stmt] = []
+    for name in names:
+        out.extend(_store(ctx, node, name, v))
+    return out
+
+
+def _augassign(ctx: FnContext, node: ast.AugAssign) -> list[Stmt]:
+    name = _target_name(ctx, node.target)
+    op = _BINOPS.get(type(node.op))
+    if op is None:
+        return reject(ctx, node.op)
+    load = ast.copy_location(ast.Name(id=name, ctx=ast.Load()), node.target)
+    current = _value_or_unresolved(ctx, load)
+    rhs = _value_or_unresolved(ctx, node.value)
+    if current is None or rhs is None:
+        return []
+    return _store(ctx, node, name, ctx.typing(node, ops.binary, op, current, rhs))
+
+
+def _if(ctx: FnContext, node: ast.If) -> list[Stmt]:
+    cond = _condition(ctx, node.test)
+    if cond is not None and cond.is_weak_const:
+        # a compile-time condition (a captured flag): only the taken branch exists
+        return list(lower_block(ctx, node.body if cond.py else node.orelse))
+    body = lower_block(ctx, node.body)
+    orelse = lower_block(ctx, node.orelse)
+    if cond is None:
+        return []
+    return [If(cond.expr, body, orelse)]
+
+
+def _while(ctx: FnContext, node: ast.While) -> list[Stmt]:
+    if node.orelse:
+        ctx.fail(node, "while-else is not supported in kernel code", "While")
+    cond = _condition(ctx, node.test)
+    if cond is not None and cond.is_weak_const and not cond.py:
+        return []
+    ctx.loop_depth += 1
+    body = lower_block(ctx, node.body)
+    ctx.loop_depth -= 1
+    if cond is None:
+        return []
+    return [While(cond.expr, body)]
+
+
+def _range_args(ctx: FnContext, node: ast.For) -> list[ast.expr]:
+    it = node.iter
+    func = lower_any(ctx, it.func) if isinstance(it, ast.Call) else None
+    if not (isinstance(it, ast.Call) and isinstance(func, Static) and func.obj is builtins.range):
+        ctx.fail(it, f"for loops must iterate over range(...), not '{ast.unparse(it)}'", "For")
+    if it.keywords or not 1 <= len(it.args) <= 3 or any(
+            isinstance(a, ast.Starred) for a in it.args):
+        ctx.fail(it, "range() takes 1 to 3 positional arguments", "For")
+    return list(it.args)
+
+
+def _for(ctx: FnContext, node: ast.For) -> list[Stmt]:
+    if node.orelse:
+        ctx.fail(node, "for-else is not supported in kernel code", "For")
+    if not isinstance(node.target, ast.Name):
+        ctx.fail(node.target, "a for loop variable must be a single name", "For")
+    name = node.target.id
+    arg_nodes = _range_args(ctx, node)
+    values = [_value_or_unresolved(ctx, a) for a in arg_nodes]
+    for v, a in zip(values, arg_nodes, strict=True):
+        if v is not None and not (is_scalar(v.type) and (is_int(v.type) or v.weak == "bool")):
+            ctx.fail(a, f"range() needs integers, got {v.ty.describe()}", "For")
+    ctx.record_assignment(node, name, Ty(i64, "int"))
+    var_ty = ctx.var_types[name]
+    if not is_int(var_ty.type):
+        ctx.fail(node, f"loop variable '{name}' is also assigned a {var_ty.describe()} value",
+                 "For")
+    ctx.loop_depth += 1
+    body = lower_block(ctx, node.body)
+    ctx.loop_depth -= 1
+    if not ctx.emit or any(v is None for v in values):
+        return []
+    bounds = [ctx.typing(node, coerce, v, var_ty).expr for v in values]  # type: ignore[arg-type]
+    if len(bounds) == 1:
+        bounds.insert(0, Const(0, var_ty.type))
+    if len(bounds) == 2:
+        bounds.append(Const(1, var_ty.type))
+    start, stop, step = bounds
+    if isinstance(step, Const) and step.value == 0:
+        ctx.fail(node.iter, "range() step must not be zero", "For")
+    return [ForRange(ctx.ir_names[name], start, stop, step, body)]
+
+
+def _return(ctx: FnContext, node: ast.Return) -> list[Stmt]:
+    if node.value is None:
+        ctx.fail(node, "a kernel function must return a value", "Return")
+    v = _value_or_unresolved(ctx, node.value)
+    if v is None:
+        return []
+    if not is_scalar(v.type):
+        ctx.fail(node, f"a kernel function returns numbers, not a {v.ty.describe()}", "Return")
+    ctx.returns.append(v.ty)
+    if not ctx.emit or ctx.ret is None:
+        return [Return(v.expr)]
+    return [Return(ctx.typing(node, coerce, v, ctx.ret).expr)]
+
+
+def _loop_jump(ctx: FnContext, node: ast.stmt) -> list[Stmt]:
+    if ctx.loop_depth == 0:
+        ctx.fail(node, f"'{type(node).__name__.lower()}' outside a loop", type(node).__name__)
+    return [Break() if isinstance(node, ast.Break) else Continue()]
+
+
+def _expr_stmt(ctx: FnContext, node: ast.Expr) -> list[Stmt]:
+    if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+        return []  # a docstring or comment string
+    return reject(ctx, node, "an expression statement (its value is unused)")
+
+
+STMT_HANDLERS: dict[type[ast.AST], Callable[[FnContext, Any], list[Stmt]]] = {
+    ast.Assign: _assign,
+    ast.AugAssign: _augassign,
+    ast.If: _if,
+    ast.While: _while,
+    ast.For: _for,
+    ast.Return: _return,
+    ast.Break: _loop_jump,
+    ast.Continue: _loop_jump,
+    ast.Pass: lambda ctx, node: [],
+    ast.Expr: _expr_stmt,
+}
+"""The accepted statement constructs; anything else is rejected by name and line."""
+
+
+def always_returns(body: Sequence[Stmt]) -> bool:
+    """True if every path through ``body`` ends in a Return."""
+    for s in body:
+        if isinstance(s, Return):
+            return True
+        if isinstance(s, If) and always_returns(s.body) and always_returns(s.orelse):
+            return True
+        if (isinstance(s, While) and isinstance(s.cond, Const) and s.cond.value
+                and not _breaks(s.body)):
+            return True
+    return False
+
+
+def _breaks(body: Sequence[Stmt]) -> bool:
+    """True if ``body`` contains a break of the enclosing loop (not of a nested one)."""
+    for s in body:
+        if isinstance(s, Break):
+            return True
+        if isinstance(s, If) and (_breaks(s.body) or _breaks(s.orelse)):
+            return True
+    return False
