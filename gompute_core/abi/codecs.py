@@ -24,6 +24,7 @@ from ..errors import AbiError, InvalidArgument
 from ..ir.nodes import ArrayType, IRType, StructType
 from ..types import ScalarType, is_float, short_name
 from .layout import FieldLayout, StructLayout
+from .naming import display_name
 
 ABI_ATTR = "__gompute_abi__"
 
@@ -36,6 +37,12 @@ _FORMAT_CHARS: dict[type, str] = {
 
 def _type_name(value: object) -> str:
     return type(value).__name__
+
+
+def _show(value: object) -> str:
+    """``repr`` of a value, NumPy scalars shown as their Python value (``1000``, not
+    ``np.int64(1000)``)."""
+    return repr(value.item() if isinstance(value, np.generic) else value)
 
 
 def _unwrap_0d(value: Any) -> Any:
@@ -95,14 +102,14 @@ class ScalarCodec(Codec):
         elif isinstance(value, (float, np.floating)):
             if not math.isfinite(value) or not float(value).is_integer():
                 raise InvalidArgument(
-                    f"{path}: {value!r} is not an integer ({self.describe()} field)")
+                    f"{path}: {_show(value)} is not an integer ({self.describe()} field)")
             iv = int(value)
         else:
             raise InvalidArgument(
                 f"{path}: expected a number for a {self.describe()} field, got {_type_name(value)}")
         if not self._lo <= iv <= self._hi:
             raise InvalidArgument(
-                f"{path}: {value!r} does not fit {self.describe()} [{self._lo}, {self._hi}]")
+                f"{path}: {_show(value)} does not fit {self.describe()} [{self._lo}, {self._hi}]")
         return self.ir(iv)
 
     def _convert_float(self, value: Any, path: str) -> Any:
@@ -112,11 +119,13 @@ class ScalarCodec(Codec):
         try:
             fv = float(value)
         except OverflowError:
-            raise InvalidArgument(f"{path}: {value!r} does not fit {self.describe()}") from None
+            raise InvalidArgument(
+                f"{path}: {_show(value)} does not fit {self.describe()}") from None
         with np.errstate(over="ignore"):
             result = self.ir(fv)
         if math.isinf(result) and not math.isinf(fv):
-            raise InvalidArgument(f"{path}: {value!r} does not fit {self.describe()} (overflow)")
+            raise InvalidArgument(
+                f"{path}: {_show(value)} does not fit {self.describe()} (overflow)")
         return result
 
     def rebuild(self, items: Iterator[Any]) -> Any:
@@ -140,7 +149,7 @@ class BoolCodec(Codec):
             return np.bool_(value)
         if isinstance(value, (int, np.integer)) and value in (0, 1):
             return np.bool_(value)
-        raise InvalidArgument(f"{path}: expected a bool (or 0/1), got {value!r}")
+        raise InvalidArgument(f"{path}: expected a bool (or 0/1), got {_show(value)}")
 
     def rebuild(self, items: Iterator[Any]) -> Any:
         return np.bool_(next(items))
@@ -169,7 +178,7 @@ class EnumCodec(Codec):
                 return self.enum_cls(int(value))
             except ValueError:
                 pass
-        raise InvalidArgument(f"{path}: {value!r} is not a member of {self.enum_cls.__name__}")
+        raise InvalidArgument(f"{path}: {_show(value)} is not a member of {self.enum_cls.__name__}")
 
     def rebuild(self, items: Iterator[Any]) -> Any:
         tag = next(items)
@@ -227,7 +236,7 @@ class StructCodec(Codec):
         self.fmt = info.fmt
 
     def describe(self) -> str:
-        return self.info.cls.__qualname__
+        return display_name(self.info.cls)
 
     def convert(self, value: Any, path: str) -> Any:
         cls = self.info.cls
@@ -235,7 +244,7 @@ class StructCodec(Codec):
             return value
         if isinstance(value, Mapping):
             return self.info.from_mapping(value, path)
-        raise InvalidArgument(f"{path}: expected {cls.__qualname__}, got {_type_name(value)}")
+        raise InvalidArgument(f"{path}: expected {display_name(cls)}, got {_type_name(value)}")
 
     def rebuild(self, items: Iterator[Any]) -> Any:
         return self.info.rebuild(items)
@@ -273,11 +282,11 @@ class ParamsInfo:
             try:
                 return cls(**values)
             except TypeError as exc:
-                raise InvalidArgument(f"{path}: cannot build {cls.__qualname__}: {exc}") from None
+                raise InvalidArgument(f"{path}: cannot build {display_name(cls)}: {exc}") from None
         names = {name for name, _ in self.fields}
         unknown = [k for k in values if k not in names]
         if unknown:
-            raise InvalidArgument(f"{path}.{unknown[0]}: {cls.__qualname__} has no such field")
+            raise InvalidArgument(f"{path}.{unknown[0]}: {display_name(cls)} has no such field")
         kwargs: dict[str, Any] = {}
         for name, codec in self.fields:
             if name in values:
@@ -285,7 +294,7 @@ class ParamsInfo:
         try:
             return cls(**kwargs)
         except TypeError as exc:
-            raise InvalidArgument(f"{path}: cannot build {cls.__qualname__}: {exc}") from None
+            raise InvalidArgument(f"{path}: cannot build {display_name(cls)}: {exc}") from None
 
     def rebuild(self, items: Iterator[Any]) -> Any:
         """An instance from unpacked ``struct`` items (through ``from_gpu`` for a boundary)."""
@@ -298,7 +307,7 @@ def info_of(cls: object) -> ParamsInfo:
     """The :class:`ParamsInfo` of a class decorated with ``@g.params``; AbiError otherwise."""
     info = cls.__dict__.get(ABI_ATTR) if isinstance(cls, type) else None
     if info is None:
-        name = getattr(cls, "__qualname__", repr(cls))
+        name = display_name(cls)
         raise AbiError(f"{name} is not a @g.params class")
     return info
 

@@ -50,6 +50,12 @@ def _sanitize(qualname: str) -> str:
     return name
 
 
+def display_name(cls: object) -> str:
+    """The class name used in messages: the qualname without the ``f.<locals>.`` prefixes."""
+    qualname: str = getattr(cls, "__qualname__", None) or repr(cls)
+    return qualname.rsplit("<locals>.", 1)[-1]
+
+
 def c_struct_name(module: str, qualname: str) -> str:
     """The C struct name of the class ``module.qualname`` (see the module docstring)."""
     key = f"{module}:{qualname}"

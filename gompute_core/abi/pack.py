@@ -29,6 +29,7 @@ from ..errors import AbiError, InvalidArgument
 from ..ir.nodes import ArrayType, IRType, StructType
 from .codecs import ABI_ATTR, ArrayCodec, Codec, ParamsInfo, StructCodec, info_of
 from .layout import StructLayout
+from .naming import display_name
 
 
 def is_params_class(cls: object) -> bool:
@@ -59,7 +60,7 @@ def pack(obj: Any) -> bytes:
     info = type(obj).__dict__.get(ABI_ATTR)
     if info is None:
         raise InvalidArgument(
-            f"pack: expected a @g.params object, got {type(obj).__qualname__}")
+            f"pack: expected a @g.params object, got {display_name(type(obj))}")
     return info.pack(obj)
 
 
@@ -74,7 +75,7 @@ def unpack(cls: type, data: bytes | bytearray | memoryview) -> Any:
     size = memoryview(data).nbytes
     if size != info.layout.size:
         raise InvalidArgument(
-            f"unpack: {cls.__qualname__} takes {info.layout.size} bytes, got {size}")
+            f"unpack: {display_name(cls)} takes {info.layout.size} bytes, got {size}")
     return info.rebuild(iter(info.struct.unpack(data)))
 
 
@@ -139,7 +140,7 @@ class _PackerBuilder:
             "    except _struct_error as exc:\n"
             "        raise _bad_value(exc) from None\n"
         )
-        code = compile(source, f"<gompute pack {self.info.cls.__qualname__}>", "exec")
+        code = compile(source, f"<gompute pack {display_name(self.info.cls)}>", "exec")
         exec(code, self.namespace)  # noqa: S102 - source generated above from field names
         packer: Callable[[Any], bytes] = self.namespace["pack"]
         packer.__qualname__ = f"{self.info.cls.__qualname__}.<pack>"
@@ -174,20 +175,20 @@ class _PackerBuilder:
         elif isinstance(codec, StructCodec):
             self.emit_struct(codec.info, expr)
         else:
-            raise AbiError(f"{self.info.cls.__qualname__}: no packer for {codec.describe()}")
+            raise AbiError(f"{display_name(self.info.cls)}: no packer for {codec.describe()}")
 
 
 def _wire_function(info: ParamsInfo) -> Callable[[Any], Any]:
     """``obj.to_gpu()``, checked to be an instance of exactly ``gpu_layout``."""
     gpu = info.gpu
-    owner = info.cls.__qualname__
+    owner = display_name(info.cls)
 
     def wire(obj: Any) -> Any:
         value = obj.to_gpu()
         if type(value) is not gpu:
             raise AbiError(
-                f"{owner}.to_gpu returned {type(value).__qualname__}, expected an instance of "
-                f"its gpu_layout {gpu.__qualname__}")
+                f"{owner}.to_gpu returned {display_name(type(value))}, expected an instance of "
+                f"its gpu_layout {display_name(gpu)}")
         return value
 
     return wire
@@ -196,7 +197,7 @@ def _wire_function(info: ParamsInfo) -> Callable[[Any], Any]:
 def _bad_value_factory(cls: type) -> Callable[[Exception], InvalidArgument]:
     def bad_value(exc: Exception) -> InvalidArgument:
         return InvalidArgument(
-            f"pack: a field of {cls.__qualname__} holds a value that does not fit its type "
+            f"pack: a field of {display_name(cls)} holds a value that does not fit its type "
             f"(was it modified after construction?): {exc}")
 
     return bad_value

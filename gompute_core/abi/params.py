@@ -48,7 +48,7 @@ from typing import Any, TypeVar
 
 from ..errors import AbiError
 from .codecs import ABI_ATTR, Codec, ParamsInfo, build_layout, info_of
-from .naming import c_struct_name
+from .naming import c_struct_name, display_name
 from .pack import compile_packer
 from .resolve import Array, Enum, class_annotations, resolve
 
@@ -83,7 +83,7 @@ def _declares(cls: type, name: str) -> bool:
 
 
 def _make_plain(cls: type, extra: dict[str, Any]) -> ParamsInfo:
-    qual = cls.__qualname__
+    qual = display_name(cls)
     if "__init__" in cls.__dict__:
         raise AbiError(
             f"{qual}: a params class must not define __init__ (fields are converted by the "
@@ -97,7 +97,7 @@ def _make_plain(cls: type, extra: dict[str, Any]) -> ParamsInfo:
         if base_info is not None:
             if base_info.gpu is not None:
                 raise AbiError(f"{qual}: cannot inherit from the custom boundary class "
-                               f"{base.__qualname__}")
+                               f"{display_name(base)}")
             codecs.update(base_info.fields)
             user_post_init = base.__dict__.get("__gompute_post_init__", user_post_init)
     for name, ann in class_annotations(cls, extra):
@@ -124,7 +124,7 @@ def _make_plain(cls: type, extra: dict[str, Any]) -> ParamsInfo:
         fields.append((f.name, codecs[f.name]))
         converters.append((f.name, codecs[f.name].convert, f"{qual}.{f.name}"))
     field_tuple = tuple(fields)
-    layout, fmt = build_layout(c_struct_name(cls.__module__, qual), field_tuple)
+    layout, fmt = build_layout(c_struct_name(cls.__module__, cls.__qualname__), field_tuple)
     return ParamsInfo(cls, field_tuple, layout, fmt)
 
 
@@ -137,7 +137,7 @@ def _reject_unannotated(cls: type, annotations: dict[str, Any]) -> None:
                 or hasattr(type(value), "__get__")):
             continue
         raise AbiError(
-            f"{cls.__qualname__}.{name}: declared without a type annotation (annotate it with "
+            f"{display_name(cls)}.{name}: declared without a type annotation (annotate it with "
             "its params type, or as typing.ClassVar for a class constant)")
 
 
@@ -154,7 +154,7 @@ def _convert_default(cls: type, name: str, codec: Codec, path: str) -> None:
 
 
 def _make_boundary(cls: type, present: list[str]) -> ParamsInfo:
-    qual = cls.__qualname__
+    qual = display_name(cls)
     missing = [name for name in _BOUNDARY if name not in present]
     if missing:
         raise AbiError(
@@ -162,11 +162,11 @@ def _make_boundary(cls: type, present: list[str]) -> ParamsInfo:
             f"missing: {', '.join(missing)}")
     gpu = cls.gpu_layout  # type: ignore[attr-defined]
     if not isinstance(gpu, type) or ABI_ATTR not in gpu.__dict__:
-        name = getattr(gpu, "__qualname__", repr(gpu))
+        name = display_name(gpu)
         raise AbiError(f"{qual}.gpu_layout: {name} is not a @g.params class")
     gpu_info = info_of(gpu)
     if gpu_info.gpu is not None:
-        raise AbiError(f"{qual}.gpu_layout: {gpu.__qualname__} is itself a custom boundary "
+        raise AbiError(f"{qual}.gpu_layout: {display_name(gpu)} is itself a custom boundary "
                        "class; gpu_layout must be a plain @g.params class")
     to_gpu = inspect.getattr_static(cls, "to_gpu")
     if isinstance(to_gpu, (staticmethod, classmethod)) or not callable(to_gpu):

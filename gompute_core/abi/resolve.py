@@ -31,6 +31,7 @@ from .codecs import (
     ScalarCodec,
     StructCodec,
 )
+from .naming import display_name
 
 
 @dataclass(frozen=True, eq=False)
@@ -81,7 +82,7 @@ def _name(t: Any) -> str:
     scalar = as_scalar_type(t)
     if scalar is not None:
         return short_name(scalar)
-    return getattr(t, "__qualname__", None) or repr(t)
+    return display_name(t) if hasattr(t, "__qualname__") else repr(t)
 
 
 def class_annotations(cls: type, extra: dict[str, Any] | None = None) -> list[tuple[str, Any]]:
@@ -101,7 +102,7 @@ def class_annotations(cls: type, extra: dict[str, Any] | None = None) -> list[tu
                 ann = eval(ann, namespace)  # noqa: S307 - annotations are the user's own code
             except Exception as exc:
                 raise AbiError(
-                    f"{cls.__qualname__}.{name}: cannot resolve annotation {ann!r} "
+                    f"{display_name(cls)}.{name}: cannot resolve annotation {ann!r} "
                     f"({type(exc).__name__}: {exc})") from None
         if ann is typing.ClassVar or typing.get_origin(ann) is typing.ClassVar:
             continue
@@ -122,7 +123,7 @@ def resolve(ann: Any, path: str, *, _seen: frozenset[type] = frozenset()) -> Cod
         info = ann.__dict__[ABI_ATTR]
         if not info.layout.fields:
             raise AbiError(
-                f"{path}: {ann.__qualname__} has no device fields and cannot be nested "
+                f"{path}: {display_name(ann)} has no device fields and cannot be nested "
                 "(C and C++ disagree on the size of an empty struct)")
         return StructCodec(info)
     if isinstance(ann, type) and ann.__dict__.get("__annotations__") and ann not in _seen:
@@ -158,12 +159,12 @@ def _resolve_enum(ann: EnumSpec, path: str) -> Codec:
             f"(g.u8, g.i32, ...), got {_name(tag_ann)}")
     members = list(enum_cls)
     if not members:
-        raise AbiError(f"{path}: {enum_cls.__qualname__} has no members")
+        raise AbiError(f"{path}: {display_name(enum_cls)} has no members")
     info = np.iinfo(tag)
     for member in members:
         if not info.min <= member.value <= info.max:
             raise AbiError(
-                f"{path}: {enum_cls.__qualname__}.{member.name} = {member.value} does not fit "
+                f"{path}: {display_name(enum_cls)}.{member.name} = {member.value} does not fit "
                 f"the tag type {short_name(tag)} [{info.min}, {info.max}]")
     return EnumCodec(enum_cls, tag)
 
@@ -175,7 +176,7 @@ def _diagnose_plain_class(cls: type, path: str, seen: frozenset[type]) -> None:
             resolve(ann, f"{path}.{name}", _seen=seen)
         except AbiError as exc:
             raise AbiError(
-                f"{exc} (and {cls.__qualname__} is not a @g.params class)") from None
+                f"{exc} (and {display_name(cls)} is not a @g.params class)") from None
 
 
 def _why(ann: Any) -> str:
@@ -209,10 +210,10 @@ def _why(ann: Any) -> str:
 
 def _why_class(ann: type) -> str:
     if issubclass(ann, enum.IntEnum):
-        return (f"an enum needs its tag type on the device: use g.Enum[{ann.__qualname__}, "
+        return (f"an enum needs its tag type on the device: use g.Enum[{display_name(ann)}, "
                 "g.u8] (or another integer tag)")
     if issubclass(ann, enum.Enum):
-        return f"{ann.__qualname__} is not an IntEnum; only g.Enum[IntEnumSubclass, tag] can cross"
+        return f"{display_name(ann)} is not an IntEnum; only g.Enum[IntEnumSubclass, tag] can cross"
     if issubclass(ann, (ctypes._Pointer, ctypes.c_void_p, ctypes.c_char_p)):  # type: ignore[attr-defined]
         return "pointers cannot cross in params (pass buffers as kernel arguments)"
     if issubclass(ann, np.ndarray):
@@ -220,5 +221,5 @@ def _why_class(ann: type) -> str:
     if issubclass(ann, np.generic):
         return f"NumPy type {ann.__name__} has no kernel equivalent"
     if ann.__dict__.get("__annotations__"):
-        return f"{ann.__qualname__} is not a @g.params class (decorate it with @g.params)"
-    return f"{ann.__qualname__} is not a params type (objects cannot cross to the device)"
+        return f"{display_name(ann)} is not a @g.params class (decorate it with @g.params)"
+    return f"{display_name(ann)} is not a params type (objects cannot cross to the device)"
