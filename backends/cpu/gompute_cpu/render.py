@@ -1,0 +1,275 @@
+"""IR functions rendered as numba-ready Python with NumPy's scalar semantics.
+
+Every value carries its IR type explicitly: constants are typed
+(``np.float32(0.5)``), every integer result is cast back to its IR type
+(numba widens ``int32 + int32`` to ``int64``; the cast truncates, i.e.
+wraps), and the operations whose NumPy result is not "the C operation, cast
+back" call a helper from :mod:`.helpers`. Names never collide: IR variables
+render as ``v_<name>``, params leaves as ``s<k>_v_<name>``, IR functions as
+``f_<name>``, internals start with ``_``.
+
+Transcendental functions (``exp``, ``sin``, ...) call numba's math, which
+is the C library's; NumPy ships its own SIMD versions of some of them, so
+those may differ by an ulp from the oracle (``sqrt`` and the arithmetic
+operators are correctly rounded everywhere and match bit for bit).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+import numpy as np
+from gompute_core.errors import Unsupported
+from gompute_core.ir import nodes as ir
+from gompute_core.types import ScalarType, is_float, is_signed
+
+from .helpers import TYPE_NAMES, helper_name
+from .params import is_aggregate, leaves
+
+_UFUNCS: dict[str, str] = {
+    "sqrt": "np.sqrt", "exp": "np.exp", "log": "np.log", "log2": "np.log2",
+    "log10": "np.log10", "exp2": "np.exp2", "sin": "np.sin", "cos": "np.cos",
+    "tan": "np.tan", "tanh": "np.tanh", "asin": "np.arcsin", "acos": "np.arccos",
+    "atan": "np.arctan", "atan2": "np.arctan2", "sinh": "np.sinh", "cosh": "np.cosh",
+    "floor": "np.floor", "ceil": "np.ceil", "trunc": "np.trunc", "fabs": "np.fabs",
+    "copysign": "np.copysign", "fmod": "np.fmod", "hypot": "np.hypot",
+    "expm1": "np.expm1", "log1p": "np.log1p", "erf": "math.erf",
+    "isnan": "np.isnan", "isinf": "np.isinf", "isfinite": "np.isfinite",
+}
+_COMPARE = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+_ARITH = {"add": "+", "sub": "-", "mul": "*", "truediv": "/",
+          "bitand": "&", "bitor": "|", "bitxor": "^"}
+_BOOL_BINARY = {"bitand": "and", "bitor": "or", "add": "or", "mul": "and"}
+
+
+def tname(t: ScalarType) -> str:
+    """The NumPy constructor that makes a ``t`` in rendered code (``np.float32``)."""
+    try:
+        return TYPE_NAMES[t]
+    except KeyError:
+        raise Unsupported(f"the CPU backend has no arithmetic for {np.dtype(t).name}") from None
+
+
+def const(value: int | float | bool, t: ScalarType) -> str:
+    """A typed literal."""
+    if t is np.bool_:
+        return "True" if value else "False"
+    T = tname(t)
+    if is_float(t):
+        v = float(value)
+        if math.isnan(v):
+            return f"{T}(np.nan)"
+        if math.isinf(v):
+            return f"{T}({'-' if v < 0 else ''}np.inf)"
+        return f"{T}({v!r})"
+    return f"{T}({int(value)})"
+
+
+def var(name: str) -> str:
+    """Rendered name of the IR variable ``name``."""
+    return f"v_{name}"
+
+
+def leaf_names(name: str, t: ir.IRType) -> list[str]:
+    """Rendered names of the leaves of the aggregate variable ``name``."""
+    return [f"s{k}_{var(name)}" for k in range(len(leaves(t)))]
+
+
+def arg_names(fn: ir.Function) -> list[str]:
+    """Rendered parameter list of ``fn`` (aggregates expand to their leaves)."""
+    out: list[str] = []
+    for name, t in fn.args:
+        out.extend(leaf_names(name, t) if is_aggregate(t) else [var(name)])
+    return out
+
+
+class FunctionRenderer:
+    """Renders one :class:`ir.Function`; records the helpers it needs in ``helpers``."""
+
+    def __init__(self, fn: ir.Function, helpers: set[tuple[str, ScalarType]]) -> None:
+        self.fn = fn
+        self.helpers = helpers
+        self.types: dict[str, ir.IRType] = dict(fn.args) | dict(fn.locals)
+        self.lines: list[str] = []
+        self._tmp = 0
+
+    # expressions -------------------------------------------------------------------------
+
+    def helper(self, op: str, t: ScalarType) -> str:
+        """Name of helper ``op`` for ``t``, registering it."""
+        self.helpers.add((op, t))
+        return helper_name(op, t)
+
+    def access(self, e: ir.Expr) -> tuple[str, tuple[str, ...], list[str]]:
+        """Split a params access path into (root variable, field names, rendered indices)."""
+        names: list[str] = []
+        idx: list[str] = []
+        while isinstance(e, (ir.Field, ir.Index)):
+            if isinstance(e, ir.Field):
+                names.insert(0, e.name)
+            else:
+                idx.insert(0, self.expr(e.index))
+            e = e.base
+        if not isinstance(e, ir.Var):
+            raise Unsupported(f"{self.fn.source}: the CPU backend reads params fields only "
+                              f"through a variable, not through {type(e).__name__}")
+        return e.name, tuple(names), idx
+
+    def flatten(self, e: ir.Expr) -> list[str]:
+        """Rendered leaves of an aggregate-typed (or scalar leaf) access path."""
+        root, names, idx = self.access(e)
+        root_leaves = leaves(self.types[root])
+        sub = "[" + ", ".join(idx) + "]" if idx else ""
+        return [f"s{k}_{var(root)}{sub}" for k, leaf in enumerate(root_leaves)
+                if leaf.path[:len(names)] == names]
+
+    def expr(self, e: ir.Expr) -> str:
+        """Render a scalar expression."""
+        method = getattr(self, "e_" + type(e).__name__)
+        return method(e)
+
+    def e_Const(self, e: ir.Const) -> str:
+        return const(e.value, e.type)
+
+    def e_Var(self, e: ir.Var) -> str:
+        return var(e.name)
+
+    def e_Field(self, e: ir.Field) -> str:
+        (leaf,) = self.flatten(e)
+        return leaf
+
+    e_Index = e_Field
+
+    def e_Unary(self, e: ir.Unary) -> str:
+        a, t = self.expr(e.operand), e.type
+        if t is np.bool_:
+            return f"(not {a})"
+        T = tname(t)
+        if e.op == "invert":
+            return f"{T}(~{a})"
+        if is_float(t) or is_signed(t):
+            return f"{T}(-{a})"
+        return f"{T}({T}(0) - {a})"
+
+    def e_Not(self, e: ir.Not) -> str:
+        return f"(not {self.expr(e.operand)})"
+
+    def e_Binary(self, e: ir.Binary) -> str:
+        a, b, t, op = self.expr(e.lhs), self.expr(e.rhs), e.type, e.op
+        if t is np.bool_:
+            if op == "bitxor":
+                return f"({a} != {b})"
+            return f"({a} {_BOOL_BINARY[op]} {b})"
+        T = tname(t)
+        if op in _ARITH:
+            return f"{T}({a} {_ARITH[op]} {b})"
+        if op == "pow" and is_float(t):
+            return f"{T}(np.power({a}, {b}))"
+        return f"{self.helper(op, t)}({a}, {b})"
+
+    def e_Compare(self, e: ir.Compare) -> str:
+        return f"({self.expr(e.lhs)} {_COMPARE[e.op]} {self.expr(e.rhs)})"
+
+    def e_Logical(self, e: ir.Logical) -> str:
+        return f"({self.expr(e.lhs)} {e.op} {self.expr(e.rhs)})"
+
+    def e_Select(self, e: ir.Select) -> str:
+        return (f"({self.expr(e.if_true)} if {self.expr(e.cond)} "
+                f"else {self.expr(e.if_false)})")
+
+    def e_Cast(self, e: ir.Cast) -> str:
+        a, src, t = self.expr(e.value), e.value.type, e.type
+        if t is np.bool_:
+            return a if src is np.bool_ else f"({a} != {const(0, src)})"
+        return f"{tname(t)}({a})"
+
+    def e_CallIntrinsic(self, e: ir.CallIntrinsic) -> str:
+        args = [self.expr(a) for a in e.args]
+        t, f = e.type, e.func
+        if f in ("min", "max"):
+            return f"{self.helper(f, t)}({args[0]}, {args[1]})"
+        if f in ("isnan", "isinf", "isfinite"):
+            return f"{_UFUNCS[f]}({args[0]})"
+        if f == "abs":
+            return args[0] if t is np.bool_ else f"{tname(t)}(abs({args[0]}))"
+        if not is_float(t):
+            raise Unsupported(f"{self.fn.source}: {f} on {np.dtype(t).name} "
+                              "(math intrinsics take floats)")
+        return f"{tname(t)}({_UFUNCS[f]}({', '.join(args)}))"
+
+    def e_CallFunction(self, e: ir.CallFunction) -> str:
+        args: list[str] = []
+        for a in e.args:
+            args.extend(self.flatten(a) if is_aggregate(a.type) else [self.expr(a)])
+        return f"f_{e.func}({', '.join(args)})"
+
+    # statements --------------------------------------------------------------------------
+
+    def emit(self, depth: int, text: str) -> None:
+        """Append one line at indentation ``depth``."""
+        self.lines.append("    " * depth + text)
+
+    def block(self, stmts: Iterable[ir.Stmt], depth: int) -> None:
+        """Render a statement list (``pass`` when empty)."""
+        start = len(self.lines)
+        for s in stmts:
+            getattr(self, "s_" + type(s).__name__)(s, depth)
+        if len(self.lines) == start:
+            self.emit(depth, "pass")
+
+    def s_Assign(self, s: ir.Assign, depth: int) -> None:
+        t = self.types[s.name]
+        if is_aggregate(t):
+            for name, value in zip(leaf_names(s.name, t), self.flatten(s.value)):
+                self.emit(depth, f"{name} = {value}")
+        else:
+            self.emit(depth, f"{var(s.name)} = {self.expr(s.value)}")
+
+    def s_If(self, s: ir.If, depth: int) -> None:
+        self.emit(depth, f"if {self.expr(s.cond)}:")
+        self.block(s.body, depth + 1)
+        if s.orelse:
+            self.emit(depth, "else:")
+            self.block(s.orelse, depth + 1)
+
+    def s_ForRange(self, s: ir.ForRange, depth: int) -> None:
+        self._tmp += 1
+        k = f"_k{self._tmp}"
+        bounds = ", ".join(f"np.int64({self.expr(x)})" for x in (s.start, s.stop, s.step))
+        if not isinstance(s.step, ir.Const):
+            self.emit(depth, f"if {self.expr(s.step)} != {const(0, s.step.type)}:")
+            depth += 1
+        self.emit(depth, f"for {k} in range({bounds}):")
+        self.emit(depth + 1, f"{var(s.var)} = {tname(self.types[s.var])}({k})")
+        self.block(s.body, depth + 1)
+
+    def s_While(self, s: ir.While, depth: int) -> None:
+        self.emit(depth, f"while {self.expr(s.cond)}:")
+        self.block(s.body, depth + 1)
+
+    def s_Break(self, s: ir.Break, depth: int) -> None:
+        self.emit(depth, "break")
+
+    def s_Continue(self, s: ir.Continue, depth: int) -> None:
+        self.emit(depth, "continue")
+
+    def s_Return(self, s: ir.Return, depth: int) -> None:
+        self.emit(depth, f"return {self.expr(s.value)}")
+
+    # the function ------------------------------------------------------------------------
+
+    def render(self, options: str = "_OPT") -> str:
+        """The decorated ``def`` of the function."""
+        fn = self.fn
+        if is_aggregate(fn.ret):
+            raise Unsupported(f"{fn.source}: kernel function {fn.name} returns a record")
+        self.emit(0, f"@njit(**{options})")
+        self.emit(0, f"def f_{fn.name}({', '.join(arg_names(fn))}):")
+        for name, t in fn.locals:
+            if not is_aggregate(t):
+                self.emit(1, f"{var(name)} = {const(0, t)}")
+        self.block(fn.body, 1)
+        if not (fn.body and isinstance(fn.body[-1], ir.Return)):
+            self.emit(1, f"return {const(0, fn.ret)}")
+        return "\n".join(self.lines) + "\n"
