@@ -67,7 +67,7 @@ def _loadable(path: str) -> bool:
     return True
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def find_library(name: str) -> Found:
     """Locate ``name`` along :func:`search_dirs`.
 
@@ -94,7 +94,7 @@ def _hip_python_missing() -> str | None:
     return None
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def hiprtc() -> ModuleType:
     """hip-python's ``hip.hiprtc`` bound to the located hiprtc library.
 
@@ -115,7 +115,7 @@ def hiprtc() -> ModuleType:
     return module
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def hip() -> ModuleType:
     """hip-python's ``hip.hip`` bound to the located HIP runtime library.
 

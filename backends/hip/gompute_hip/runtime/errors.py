@@ -11,8 +11,15 @@ from __future__ import annotations
 from typing import Any
 
 from gompute_core.errors import (
-    AllocFailed, GomputeError, KernelNotFound, ModuleLoadFailed, NoDevice,
-    SyncFailed, Unsupported, clear_last_driver_error, set_last_driver_error,
+    AllocFailed,
+    GomputeError,
+    KernelNotFound,
+    ModuleLoadFailed,
+    NoDevice,
+    SyncFailed,
+    Unsupported,
+    clear_last_driver_error,
+    set_last_driver_error,
 )
 
 SUCCESS = 0

@@ -1,0 +1,191 @@
+"""Device buffers and pinned host memory on hip-python.
+
+Transfers are in BYTES. Bounds and host-array checks raise ``InvalidArgument``
+before any HIP call; HIP failures raise ``CopyFailed`` (``AllocFailed`` for
+allocation) with ``last_driver_error()`` set.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from gompute_core.errors import AllocFailed, CopyFailed, InvalidArgument
+
+from .errors import check
+
+if TYPE_CHECKING:
+    from .device import HipDevice
+    from .streams import HipStream
+
+
+def _host_bytes(host: np.ndarray, nbytes: int | None, what: str, writable: bool) -> int:
+    if not isinstance(host, np.ndarray):
+        raise InvalidArgument(f"{what}: host must be a NumPy array, got {type(host).__name__}")
+    if not host.flags.c_contiguous:
+        raise InvalidArgument(f"{what}: host array must be C-contiguous")
+    if writable and not host.flags.writeable:
+        raise InvalidArgument(f"{what}: host array is read-only")
+    n = host.nbytes if nbytes is None else int(nbytes)
+    if n < 0 or n > host.nbytes:
+        raise InvalidArgument(f"{what}: nbytes={n} outside the host array's {host.nbytes} bytes")
+    return n
+
+
+class HipBuffer:
+    """``nbytes`` bytes of device memory on one device (``free`` is idempotent)."""
+
+    def __init__(self, device: HipDevice, nbytes: int) -> None:
+        if not isinstance(nbytes, (int, np.integer)) or nbytes < 0:
+            raise InvalidArgument(f"alloc: nbytes must be a non-negative integer, got {nbytes!r}")
+        self.device = device
+        self.nbytes = int(nbytes)
+        self._addr = 0
+        if self.nbytes:
+            device.make_current()
+            ptr = check(device.hip.hipMalloc(self.nbytes), f"hipMalloc({self.nbytes})",
+                        AllocFailed)
+            self._addr = int(ptr)
+        self._freed = False
+
+    # ---- checks -------------------------------------------------------------------
+    def _range(self, offset: int, n: int, what: str) -> int:
+        if self._freed:
+            raise InvalidArgument(f"{what}: buffer used after free")
+        if offset < 0 or offset + n > self.nbytes:
+            raise InvalidArgument(f"{what}: bytes [{offset}, {offset + n}) outside the "
+                                  f"buffer's {self.nbytes} bytes")
+        return self._addr + offset
+
+    def _stream(self, stream: HipStream | None) -> Any:
+        return (stream or self.device.stream).handle
+
+    # ---- synchronous transfers ---------------------------------------------------------
+    def upload(self, host: np.ndarray, nbytes: int | None = None) -> None:
+        """Copy ``nbytes`` (default ``host.nbytes``) from ``host`` to offset 0."""
+        self.upload_at(0, host, nbytes)
+
+    def download(self, host: np.ndarray, nbytes: int | None = None) -> None:
+        """Copy ``nbytes`` (default ``host.nbytes``) from offset 0 into ``host``."""
+        self.download_at(0, host, nbytes)
+
+    def upload_at(self, offset: int, host: np.ndarray, nbytes: int | None = None) -> None:
+        """Copy ``nbytes`` from ``host`` to byte ``offset``."""
+        n = _host_bytes(host, nbytes, "upload", False)
+        dst = self._range(offset, n, "upload")
+        if n:
+            self.device.make_current()
+            check(self.device.hip.hipMemcpyHtoD(dst, host, n), f"hipMemcpyHtoD({n})", CopyFailed)
+
+    def download_at(self, offset: int, host: np.ndarray, nbytes: int | None = None) -> None:
+        """Copy ``nbytes`` from byte ``offset`` into ``host``."""
+        n = _host_bytes(host, nbytes, "download", True)
+        src = self._range(offset, n, "download")
+        if n:
+            self.device.make_current()
+            check(self.device.hip.hipMemcpyDtoH(host, src, n), f"hipMemcpyDtoH({n})", CopyFailed)
+
+    def copy_from(self, other: HipBuffer, nbytes: int | None = None) -> None:
+        """Device-to-device copy of ``nbytes`` (default: all of ``other``) to offset 0."""
+        n, src = self._peer(other, nbytes)
+        if n:
+            self.device.make_current()
+            check(self.device.hip.hipMemcpyDtoD(self._addr, src, n), f"hipMemcpyDtoD({n})",
+                  CopyFailed)
+
+    # ---- asynchronous transfers ---------------------------------------------------------
+    def copy_from_async(self, other: HipBuffer, nbytes: int | None = None,
+                        stream: HipStream | None = None) -> None:
+        """Enqueue a device-to-device copy on ``stream`` (default: the device's stream)."""
+        n, src = self._peer(other, nbytes)
+        if n:
+            check(self.device.hip.hipMemcpyDtoDAsync(self._addr, src, n, self._stream(stream)),
+                  f"hipMemcpyDtoDAsync({n})", CopyFailed)
+
+    def upload_at_async(self, offset: int, host: np.ndarray, nbytes: int | None = None,
+                        stream: HipStream | None = None) -> None:
+        """Enqueue a host-to-device copy (asynchronous only from pinned host memory)."""
+        n = _host_bytes(host, nbytes, "upload_at_async", False)
+        dst = self._range(offset, n, "upload_at_async")
+        if n:
+            check(self.device.hip.hipMemcpyHtoDAsync(dst, host, n, self._stream(stream)),
+                  f"hipMemcpyHtoDAsync({n})", CopyFailed)
+
+    def download_at_async(self, offset: int, host: np.ndarray, nbytes: int | None = None,
+                          stream: HipStream | None = None) -> None:
+        """Enqueue a device-to-host copy (asynchronous only into pinned host memory)."""
+        n = _host_bytes(host, nbytes, "download_at_async", True)
+        src = self._range(offset, n, "download_at_async")
+        if n:
+            check(self.device.hip.hipMemcpyDtoHAsync(host, src, n, self._stream(stream)),
+                  f"hipMemcpyDtoHAsync({n})", CopyFailed)
+
+    def fill_async(self, value: int, nbytes: int | None = None,
+                   stream: HipStream | None = None) -> None:
+        """Enqueue setting ``nbytes`` (default all) bytes from offset 0 to ``value`` (0..255)."""
+        if not 0 <= int(value) <= 255:
+            raise InvalidArgument(f"fill_async: value {value} is not a byte (0..255)")
+        n = self.nbytes if nbytes is None else int(nbytes)
+        dst = self._range(0, n, "fill_async")
+        if n:
+            check(self.device.hip.hipMemsetD8Async(dst, int(value), n, self._stream(stream)),
+                  f"hipMemsetD8Async({n})", CopyFailed)
+
+    def _peer(self, other: HipBuffer, nbytes: int | None) -> tuple[int, int]:
+        if not isinstance(other, HipBuffer):
+            raise InvalidArgument(f"copy_from: expected a HIP buffer, got {type(other).__name__}")
+        n = other.nbytes if nbytes is None else int(nbytes)
+        src = other._range(0, n, "copy_from (source)")
+        self._range(0, n, "copy_from")
+        return n, src
+
+    # ---- lifetime -----------------------------------------------------------------
+    def device_addr(self) -> int:
+        """The device address as an integer."""
+        return self._range(0, 0, "device_addr")
+
+    def free(self) -> None:
+        """Release the memory (idempotent)."""
+        if self._freed:
+            return
+        self._freed = True
+        if self._addr:
+            self.device.make_current()
+            check(self.device.hip.hipFree(self._addr), "hipFree", AllocFailed)
+            self._addr = 0
+
+
+class PinnedHostBuffer:
+    """Page-locked host memory (``hipHostMalloc``), so async copies really overlap."""
+
+    def __init__(self, device: HipDevice, nbytes: int) -> None:
+        if not isinstance(nbytes, (int, np.integer)) or nbytes <= 0:
+            raise InvalidArgument(
+                f"alloc_pinned: nbytes must be a positive integer, got {nbytes!r}")
+        self.device = device
+        self.nbytes = int(nbytes)
+        device.make_current()
+        ptr = check(device.hip.hipHostMalloc(self.nbytes, 0), f"hipHostMalloc({self.nbytes})",
+                    AllocFailed)
+        self._addr = int(ptr)
+        raw = (ctypes.c_ubyte * self.nbytes).from_address(self._addr)
+        self._bytes: np.ndarray | None = np.frombuffer(raw, dtype=np.uint8)
+
+    def array(self, dtype: Any, count: int | None = None) -> np.ndarray:
+        """A NumPy view of the first ``count`` elements of ``dtype`` (default: as many as fit)."""
+        if self._bytes is None:
+            raise InvalidArgument("pinned buffer used after free")
+        dt = np.dtype(dtype)
+        n = self.nbytes // dt.itemsize if count is None else int(count)
+        if n < 0 or n * dt.itemsize > self.nbytes:
+            raise InvalidArgument(f"pinned view of {n} x {dt} exceeds {self.nbytes} bytes")
+        return self._bytes[: n * dt.itemsize].view(dt)
+
+    def free(self) -> None:
+        """Release the memory (idempotent). Views taken with :meth:`array` become invalid."""
+        if self._bytes is None:
+            return
+        self._bytes = None
+        check(self.device.hip.hipHostFree(self._addr), "hipHostFree", AllocFailed)
