@@ -286,7 +286,20 @@ def map(name: str, T: Any, P: type | None, f: Callable[..., Any], *,
     t = _check_type(ctor, "T", T)
     P = _check_params(ctor, P)
     _check_arity(ctor, "kernel function", f, "f(x, p)", 1, P is not None)
+    _check_fused(ctor, f, t, P)
     return _new(ctor, name, "map", block_size, params=P, T=t, fn=f)
+
+
+def _check_fused(ctor: str, f: Any, T: ScalarType, P: type | None) -> None:
+    """A ``g.Fused``/``g.Unary`` function must be declared for the spec's ``T`` and ``P``."""
+    from .fusion import Fused, Unary
+
+    if isinstance(f, (Fused, Unary)):
+        if f.T is not T:
+            raise InvalidArgument(f"{ctor}: {f!r} works on {short_name(f.T)}, the spec's T "
+                                  f"is {short_name(T)}")
+        if f.P is not P:
+            raise InvalidArgument(f"{ctor}: {f!r} takes params {f.P!r}, the spec's P is {P!r}")
 
 
 def _annotation(ctor: str, hints: dict[str, Any], fn: Any, pname: str, what: str) -> Any:
