@@ -75,6 +75,7 @@ def params(cls: C) -> C:
     info = _make_boundary(cls, present) if present else _make_plain(cls, extra)
     info.pack = compile_packer(info)
     setattr(cls, ABI_ATTR, info)
+    cls.__gompute_pack__ = staticmethod(info.pack)  # type: ignore[attr-defined]
     return cls
 
 
