@@ -274,3 +274,12 @@ def test_lower_gather_has_no_functions() -> None:
     kir = g.gather(uname(), g.f64, g.u32).lower()
     assert kir.functions == () and kir.element is None
     assert kir.value_types == (("T", np.float64), ("Idx", np.uint32))
+
+
+def test_fused_function_must_match_spec_types() -> None:
+    pipeline = g.Fused(g.f32, Scale, [g.Unary(g.f32, Scale, lambda x, p: x * p.scale)])
+    assert g.map(uname(), g.f32, Scale, pipeline).fn is pipeline
+    with pytest.raises(InvalidArgument, match="works on f32, the spec's T is f64"):
+        g.map(uname(), g.f64, Scale, pipeline)
+    with pytest.raises(InvalidArgument, match="takes params"):
+        g.map(uname(), g.f32, None, pipeline)
