@@ -86,13 +86,16 @@ class Fused:
     __call__ = eval
 
     def stages(self) -> list[tuple[Callable[..., Any], str]]:
-        """Every stage's plain function, nested Fused objects flattened, with a label."""
+        """Every stage's plain function, nested Fused objects flattened, with a short name
+        (the op class's name, or the lifted function's name)."""
         out: list[tuple[Callable[..., Any], str]] = []
-        for i, op in enumerate(self.ops):
+        for op in self.ops:
             if isinstance(op, Fused):
                 out.extend(op.stages())
             else:
-                out.append((stage_function(op), f"op #{i} ({op!r})"))
+                fn = stage_function(op)
+                name = op.__name__ if isinstance(op, type) else getattr(fn, "__name__", "op")
+                out.append((fn, name))
         return out
 
     def __repr__(self) -> str:

@@ -318,3 +318,20 @@ def test_reserved_names_renamed():
 def test_uint_compare_with_out_of_range_literal_is_constant():
     (fn,) = lower(lambda x: x > -1, [u8], None, "k")
     assert ret_expr(fn) == Const(True, np.bool_)
+
+
+def test_definite_assignment_through_branches():
+    def k(x):
+        if x > 0:
+            y = x
+        elif x < -5:
+            return 0
+        else:
+            y = -x
+        while x > 100:
+            z = x
+            x = z - 1
+        return y
+
+    (fn,) = lower(k, [i32], None, "k")
+    assert fn.ret is i32

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import InvalidArgument, KernelSyntaxError
-from ..ir.nodes import CallFunction, Cast, Expr, Function, IRType, Return, Var
+from ..ir.nodes import CallFunction, Cast, Expr, Function, IRType, Return, StructType, Var
 from ..types import as_scalar_type
 from .context import Program
 from .lowering import lower_function
@@ -75,22 +75,22 @@ def _lower_fused(program: Program, fused: Any, tys: list[Ty | None], ret: type |
     if p_ty is not None:
         args.append(("p", p_ty.type))
     value: Expr = x
-    for stage_fn, _label in fused.stages():
-        spec = _stage(program, stage_fn, [t, p_ty])
+    for stage_fn, label in fused.stages():
+        spec = _stage(program, stage_fn, label, [t, p_ty])
         call_args: tuple[Expr, ...] = (value,) if p_ty is None else (value, Var("p", p_ty.type))
         value = CallFunction(spec.name, call_args, spec.ret)
     if ret is not None and ret is not fused.T:
         value = Cast(value, ret)
     return Function(name, tuple(args), ret or fused.T, (), (Return(value),),
-                    source=f"Fused {fused!r}")
+                    source=repr(fused))
 
 
-def _stage(program: Program, fn: Any, tys: list[Ty | None]) -> Function:
+def _stage(program: Program, fn: Any, label: str, tys: list[Ty | None]) -> Function:
     src = parse_function(fn)
     key = (src.fn, tuple(tys), tys[0])
     spec = program.specializations.get(key)
     if spec is None:
-        spec = lower_function(program, src, tys, tys[0], program.helper_name(src.name))
+        spec = lower_function(program, src, tys, tys[0], program.helper_name(label))
         program.specializations[key] = spec
         program.functions[spec.function.name] = spec.function
     return spec.function
@@ -117,14 +117,15 @@ def _callees(fn: Function) -> list[str]:
     names: list[str] = []
 
     def walk(obj: Any) -> None:
-        if isinstance(obj, CallFunction):
-            names.append(obj.func)
+        # children first: callees are listed in evaluation order
         if isinstance(obj, tuple):
             for item in obj:
                 walk(item)
-        elif hasattr(obj, "__dataclass_fields__"):
+        elif hasattr(obj, "__dataclass_fields__") and not isinstance(obj, StructType):
             for f in obj.__dataclass_fields__:
                 walk(getattr(obj, f))
+        if isinstance(obj, CallFunction):
+            names.append(obj.func)
 
     walk(fn.body)
     return names

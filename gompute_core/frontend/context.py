@@ -49,7 +49,10 @@ class Program:
 
     def helper_name(self, py_name: str) -> str:
         """A fresh IR name for a helper specialization."""
-        base = f"{self.main_name}_{py_name.strip('_') or 'fn'}".replace("__", "_")
+        clean = "".join(c if c.isascii() and (c.isalnum() or c == "_") else "_" for c in py_name)
+        base = f"{self.main_name}_{clean.strip('_') or 'fn'}"
+        while "__" in base:
+            base = base.replace("__", "_")
         k = self.name_counts.get(base, 0) + 1
         self.name_counts[base] = k
         return base if k == 1 else f"{base}_{k}"
@@ -82,6 +85,7 @@ class FnContext:
     returns: list[Ty] = field(default_factory=list)
     assigned: set[str] = field(default_factory=set)
     loop_depth: int = 0
+    defined: set[str] = field(default_factory=set)
     lower_helper: Callable[..., Specialization] | None = None
 
     # -- errors -------------------------------------------------------------------------
@@ -113,6 +117,9 @@ class FnContext:
     def local_type(self, node: ast.AST, name: str) -> Ty:
         """The declared type of a local, or Unresolved/KernelSyntaxError if it has none."""
         ty = self.var_types.get(name)
+        if self.emit and ty is not None and name not in self.defined:
+            self.fail(node, f"local variable '{name}' may be read before it is assigned "
+                            "(on some path it has no value yet)", "Name")
         if ty is None:
             if self.emit:
                 self.fail(node, f"local variable '{name}' is read before it is assigned", "Name")

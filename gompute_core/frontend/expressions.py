@@ -178,7 +178,7 @@ def _constant(ctx: FnContext, node: ast.Constant) -> Value:
 def _binop(ctx: FnContext, node: ast.BinOp) -> Value:
     op = _BINOPS.get(type(node.op))
     if op is None:
-        return reject(ctx, node.op)
+        return reject(ctx, node, construct_name(node.op))
     a = lower_expr(ctx, node.left)
     b = lower_expr(ctx, node.right)
     return ctx.typing(node, ops.binary, op, a, b)

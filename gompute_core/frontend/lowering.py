@@ -77,7 +77,7 @@ def lower_function(program: Program, src: FunctionSource, arg_tys: Sequence[Ty |
 
     def context(var_types: dict[str, Ty], emit: bool, ret_ty: Ty | None) -> FnContext:
         return FnContext(program, src, params, local_names, ir_names, dict(var_types), ret_ty,
-                         emit=emit, lower_helper=lower_helper)
+                         emit=emit, lower_helper=lower_helper, defined=set(initial))
 
     initial = {n: p.ty for n, p in params.items() if n in local_names and p.ty is not None}
     var_types: dict[str, Ty] = dict(initial)

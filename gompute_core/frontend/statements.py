@@ -16,7 +16,7 @@ from ..ir.nodes import Assign, Break, Const, Continue, ForRange, If, Return, Stm
 from ..types import i64, is_int
 from . import ops
 from .context import FnContext, Static, Unresolved
-from .expressions import _BINOPS, lower_any, lower_expr, reject
+from .expressions import _BINOPS, construct_name, lower_any, lower_expr, reject
 from .values import Ty, Value, coerce, is_scalar
 
 
@@ -52,6 +52,7 @@ def _store(ctx: FnContext, node: ast.AST, name: str, v: Value) -> list[Stmt]:
         ctx.fail(node, f"cannot assign a {v.ty.describe()} to the local '{name}': locals hold "
                        "numbers (use the params path directly)", "Assign")
     ctx.record_assignment(node, name, v.ty)
+    ctx.defined.add(name)
     if not ctx.emit:
         return []
     value = ctx.typing(node, coerce, v, ctx.var_types[name])
@@ -85,7 +86,7 @@ def _augassign(ctx: FnContext, node: ast.AugAssign) -> list[Stmt]:
     name = _target_name(ctx, node.target)
     op = _BINOPS.get(type(node.op))
     if op is None:
-        return reject(ctx, node.op)
+        return reject(ctx, node, construct_name(node.op))
     load = ast.copy_location(ast.Name(id=name, ctx=ast.Load()), node.target)
     current = _value_or_unresolved(ctx, load)
     rhs = _value_or_unresolved(ctx, node.value)
@@ -99,11 +100,25 @@ def _if(ctx: FnContext, node: ast.If) -> list[Stmt]:
     if cond is not None and cond.is_weak_const:
         # a compile-time condition (a captured flag): only the taken branch exists
         return list(lower_block(ctx, node.body if cond.py else node.orelse))
+    before = set(ctx.defined)
     body = lower_block(ctx, node.body)
+    after_body = None if _ends(body) else ctx.defined
+    ctx.defined = set(before)
     orelse = lower_block(ctx, node.orelse)
+    after_orelse = None if _ends(orelse) else ctx.defined
+    # definitely assigned after the if: what both fall-through branches assigned
+    if after_body is None:
+        ctx.defined = before if after_orelse is None else after_orelse
+    else:
+        ctx.defined = after_body if after_orelse is None else after_body & after_orelse
     if cond is None:
         return []
     return [If(cond.expr, body, orelse)]
+
+
+def _ends(block: tuple[Stmt, ...]) -> bool:
+    """True if control never falls out of the end of ``block``."""
+    return bool(block) and (isinstance(block[-1], (Break, Continue)) or always_returns(block))
 
 
 def _while(ctx: FnContext, node: ast.While) -> list[Stmt]:
@@ -112,9 +127,11 @@ def _while(ctx: FnContext, node: ast.While) -> list[Stmt]:
     cond = _condition(ctx, node.test)
     if cond is not None and cond.is_weak_const and not cond.py:
         return []
+    before = set(ctx.defined)
     ctx.loop_depth += 1
     body = lower_block(ctx, node.body)
     ctx.loop_depth -= 1
+    ctx.defined = before  # the body may run zero times
     if cond is None:
         return []
     return [While(cond.expr, body)]
@@ -147,9 +164,12 @@ def _for(ctx: FnContext, node: ast.For) -> list[Stmt]:
     if not is_int(var_ty.type):
         ctx.fail(node, f"loop variable '{name}' is also assigned a {var_ty.describe()} value",
                  "For")
+    before = set(ctx.defined)
+    ctx.defined.add(name)
     ctx.loop_depth += 1
     body = lower_block(ctx, node.body)
     ctx.loop_depth -= 1
+    ctx.defined = before  # the range may be empty: nothing assigned in the loop is certain
     if not ctx.emit or any(v is None for v in values):
         return []
     bounds = [ctx.typing(node, coerce, v, var_ty).expr for v in values]  # type: ignore[arg-type]
