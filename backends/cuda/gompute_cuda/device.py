@@ -1,0 +1,175 @@
+"""The CUDA device: primary context, module cache, allocation, streams, synchronize.
+
+Threads: pycuda keeps a context stack per thread and aborts the process if a
+thread ends with a context still pushed. So the primary context is pushed once
+on the main thread (popped by :meth:`CudaDevice.close` or at exit), and any
+other thread pushes it around each driver call and pops it afterwards
+(:meth:`CudaDevice.enter`).
+"""
+
+from __future__ import annotations
+
+import atexit
+import hashlib
+import threading
+import weakref
+from typing import Any
+
+import numpy as np
+
+from gompute_core.errors import (
+    ContextFailed,
+    InvalidArgument,
+    KernelNotFound,
+    ModuleLoadFailed,
+    NoDevice,
+    SyncFailed,
+)
+from gompute_core.ir.kernel import KernelIR
+from gompute_core.plugins.records import Artifact
+
+from .driver import cuda, guarded
+from .memory import CudaBuffer, pinned_empty
+from .nvrtc import parse_arch
+from .program import CudaProgram
+from .stream import CudaEvent, CudaStream
+
+_get_ident = threading.get_ident
+
+
+class CudaDevice:
+    """One NVIDIA GPU opened through pycuda (see the module docstring for threads)."""
+
+    backend = "cuda"
+
+    def __init__(self, ordinal: int) -> None:
+        drv = cuda()
+        count = drv.Device.count()
+        if isinstance(ordinal, bool) or not isinstance(ordinal, int) or not 0 <= ordinal < count:
+            raise NoDevice(f"cuda: device {ordinal!r} does not exist ({count} device(s))")
+        self.ordinal = ordinal
+        self._dev = drv.Device(ordinal)
+        with guarded(ContextFailed, f"cuda: retaining the primary context of device {ordinal}"):
+            self._ctx = self._dev.retain_primary_context()
+        self._main = threading.main_thread().ident
+        self._main_pushed = False
+        major, minor = self._dev.compute_capability()
+        self.arch = f"sm_{major}{minor}"
+        self.name = self._dev.name()
+        attr = drv.device_attribute
+        self.sm_count = self._dev.get_attribute(attr.MULTIPROCESSOR_COUNT)
+        self.max_threads_per_sm = self._dev.get_attribute(attr.MAX_THREADS_PER_MULTIPROCESSOR)
+        self.memory_bytes = self._dev.total_memory()
+        self._modules: dict[str, Any] = {}
+        self._lock = threading.Lock()
+        self._buffers: weakref.WeakSet[CudaBuffer] = weakref.WeakSet()
+        self._closed = False
+        self._stream = CudaStream(self)
+        atexit.register(self.close)
+
+    # ---- context -------------------------------------------------------------------
+    def enter(self) -> bool:
+        """Make the context current on this thread; True when the caller must pop it."""
+        if _get_ident() == self._main:
+            if not self._main_pushed:
+                with guarded(ContextFailed, f"cuda: making device {self.ordinal} current"):
+                    self._ctx.push()
+                self._main_pushed = True
+            return False
+        try:
+            self._ctx.push()
+        except cuda().Error as exc:
+            raise ContextFailed(f"cuda: making device {self.ordinal} current: {exc}") from None
+        return True
+
+    def track(self, buf: CudaBuffer) -> None:
+        """Remember ``buf`` so :meth:`close` can free it before the context goes."""
+        self._buffers.add(buf)
+
+    # ---- protocol ------------------------------------------------------------------
+    @property
+    def stream(self) -> CudaStream:
+        """The device's default stream (launches enqueue here unless told otherwise)."""
+        return self._stream
+
+    def alloc(self, nbytes: int) -> CudaBuffer:
+        """``nbytes`` bytes of device memory."""
+        if isinstance(nbytes, bool) or not isinstance(nbytes, (int, np.integer)) or nbytes < 0:
+            raise InvalidArgument(f"nbytes: expected a non-negative int, got {nbytes!r}")
+        return CudaBuffer(self, int(nbytes))
+
+    def synchronize(self) -> None:
+        """Wait for all work; a device fault raises ``SyncFailed`` with the CUresult."""
+        with guarded(SyncFailed, f"cuda: synchronize on device {self.ordinal}", self):
+            cuda().Context.synchronize()
+
+    def load_module(self, image: bytes) -> Any:
+        """Load a cubin/PTX/fatbin image (cached per image on this device)."""
+        key = hashlib.sha256(image).hexdigest()
+        with self._lock:
+            module = self._modules.get(key)
+            if module is None:
+                with guarded(ModuleLoadFailed, f"cuda: loading a module on device "
+                             f"{self.ordinal} ({self.name}, {self.arch})", self):
+                    module = cuda().module_from_buffer(image)
+                self._modules[key] = module
+        return module
+
+    def function(self, module: Any, name: str) -> Any:
+        """Entry point ``name`` of a loaded module (``KernelNotFound`` if absent)."""
+        with guarded(KernelNotFound, f"cuda: kernel {name!r} not found in module", self):
+            return module.get_function(name)
+
+    def program(self, artifact: Artifact, kernel: KernelIR) -> CudaProgram:
+        """Load ``artifact`` and wrap its entry point for ``kernel``'s kind."""
+        self._check_arch(artifact)
+        module = self.load_module(artifact.image)
+        return CudaProgram(self, self.function(module, artifact.entry), kernel)
+
+    def _check_arch(self, artifact: Artifact) -> None:
+        if artifact.format != "cubin":
+            return
+        built, here = parse_arch(artifact.target), parse_arch(self.arch)
+        if built // 10 != here // 10 or built > here:
+            raise ModuleLoadFailed(
+                f"cuda: artifact for kernel {artifact.entry!r} was built for {artifact.target} "
+                f"but device {self.ordinal} ({self.name}) is {self.arch}; rebuild it with "
+                f"arch={self.arch!r} (gompute build --arch {self.arch})")
+
+    # ---- runtime extras ------------------------------------------------------------
+    def create_stream(self) -> CudaStream:
+        """A new stream on this device."""
+        return CudaStream(self)
+
+    def create_event(self, timing: bool = True) -> CudaEvent:
+        """A new event (with timing unless ``timing=False``)."""
+        return CudaEvent(self, timing)
+
+    def pinned(self, shape: Any, dtype: Any = np.uint8) -> np.ndarray:
+        """A page-locked host array."""
+        return pinned_empty(self, shape, dtype)
+
+    def fp64_ratio(self) -> float:
+        """FP64 throughput as a fraction of FP32 (0.5 on H100/H200, 1/64 on consumer parts)."""
+        attr = cuda().device_attribute
+        ratio = self._dev.get_attribute(attr.SINGLE_TO_DOUBLE_PRECISION_PERF_RATIO)
+        return 1.0 / ratio if ratio else 0.0
+
+    def close(self) -> None:
+        """Free tracked buffers, drop modules, pop the context (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+        for buf in list(self._buffers):
+            buf.free()
+        self._modules.clear()
+        if self._main_pushed and _get_ident() == self._main:
+            try:
+                cuda().Context.synchronize()
+            except cuda().Error:
+                pass
+            cuda().Context.pop()
+            self._main_pushed = False
+
+    def __repr__(self) -> str:
+        return f"<CudaDevice {self.ordinal}: {self.name} ({self.arch})>"

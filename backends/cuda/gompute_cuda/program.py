@@ -1,0 +1,243 @@
+"""A loaded kernel and its launch path per kind, with minimal host overhead.
+
+The argument buffer (the kernel's parameters laid out as the C ABI does:
+each argument at its alignment) is built once per program and patched in
+place per launch with ``struct.pack_into``; the params bytes are re-packed
+only when the params object changes (by identity). ``run`` stages host data
+through pinned memory (grown on demand) and device buffers cached on the
+program.
+"""
+
+from __future__ import annotations
+
+import struct
+import threading
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from gompute_core.abi import pack, struct_type_of
+from gompute_core.errors import InvalidArgument, LaunchFailed
+from gompute_core.ir.kernel import KernelIR
+
+from .driver import cuda, translate
+from .entries_host import arg_layout, elements_per_block
+
+if TYPE_CHECKING:
+    from .device import CudaDevice
+    from .memory import CudaBuffer
+    from .stream import CudaStream
+
+_get_ident = threading.get_ident
+
+
+class CudaProgram:
+    """One spec's entry point on one device; ``launch`` per DESIGN.md's signatures."""
+
+    def __init__(self, device: CudaDevice, function: Any, kernel: KernelIR) -> None:
+        self.device, self.function, self.kernel = device, function, kernel
+        self.kind = kernel.kind
+        self.block = (kernel.block_size, 1, 1)
+        self._stream: CudaStream = device.stream
+        self._sh = self._stream.handle_obj
+        self._launch_raw = function._launch_kernel
+        self._main = device._main
+        self._fmt, self._params_offset, size = arg_layout(kernel)
+        self._args = bytearray(size)
+        self._last_p: Any = None
+        self._params_types: set[type] = set()
+        self._per_block = elements_per_block(kernel)
+        self._max_blocks = max(1, device.sm_count *
+                               (device.max_threads_per_sm // kernel.block_size))
+        self._last_n = -1
+        self._grid: tuple[int, int, int] = (1, 1, 1)
+        self._scratch: dict[str, CudaBuffer] = {}
+        self._stage: np.ndarray | None = None
+        self.launch = getattr(self, f"_launch_{self.kind}")
+        if self.kind != "reduce":
+            self.run = getattr(self, f"_run_{self.kind}")
+
+    # ---- stream ----------------------------------------------------------------------
+    @property
+    def stream(self) -> CudaStream:
+        """The stream launches enqueue on (settable)."""
+        return self._stream
+
+    @stream.setter
+    def stream(self, value: CudaStream) -> None:
+        if getattr(value, "device", None) is not self.device:
+            raise InvalidArgument(f"stream: expected a stream of device {self.device.ordinal}, "
+                                  f"got {value!r}")
+        self._stream, self._sh = value, value.handle_obj
+
+    # ---- params ----------------------------------------------------------------------
+    def _set_params(self, p: Any) -> None:
+        if self._params_offset < 0:
+            if p is not None:
+                raise InvalidArgument(f"{self.kernel.name}: this kernel takes no params, got {p!r}")
+        else:
+            if type(p) not in self._params_types:
+                self._check_params_type(p)
+            data = pack(p)
+            self._args[self._params_offset:self._params_offset + len(data)] = data
+        self._last_p = p
+
+    def _check_params_type(self, p: Any) -> None:
+        layout = self.kernel.params.layout
+        try:
+            ok = struct_type_of(type(p)).layout == layout
+        except Exception:  # not a params class at all
+            ok = False
+        if not ok:
+            raise InvalidArgument(f"p: kernel {self.kernel.name!r} expects params of layout "
+                                  f"{layout.name}, got {type(p).__name__}")
+        self._params_types.add(type(p))
+
+    def _grid_for(self, n: int) -> tuple[int, int, int]:
+        if n != self._last_n:
+            blocks = min(-(-n // self._per_block), self._max_blocks)
+            self._grid, self._last_n = (blocks, 1, 1), n
+        return self._grid
+
+    def _go(self, grid: tuple[int, int, int]) -> None:
+        try:
+            if _get_ident() == self._main:
+                if not self.device._main_pushed:
+                    self.device.enter()
+                self._launch_raw(grid, self.block, self._args, 0, self._sh)
+            else:
+                self.device.enter()
+                try:
+                    self._launch_raw(grid, self.block, self._args, 0, self._sh)
+                finally:
+                    cuda().Context.pop()
+        except cuda().Error as exc:
+            translate(exc, LaunchFailed, f"cuda: launching {self.kernel.name!r} grid {grid} "
+                                         f"block {self.block}")
+
+    # ---- launches (O(1) checks only) ----------------------------------------------------
+    def _launch_map(self, buf: CudaBuffer, n: int, p: Any = None) -> None:
+        if p is not self._last_p:
+            self._set_params(p)
+        if n > 0:
+            struct.pack_into("QQ", self._args, 0, buf.ptr, n)
+            self._go(self._grid_for(n))
+        elif n < 0:
+            raise InvalidArgument(f"n: must be >= 0, got {n}")
+
+    _launch_map_indexed = _launch_map
+
+    def _launch_map_to(self, inp: CudaBuffer, out: CudaBuffer, n: int, p: Any = None) -> None:
+        if p is not self._last_p:
+            self._set_params(p)
+        if n > 0:
+            struct.pack_into("QQQ", self._args, 0, inp.ptr, out.ptr, n)
+            self._go(self._grid_for(n))
+        elif n < 0:
+            raise InvalidArgument(f"n: must be >= 0, got {n}")
+
+    def _launch_zip(self, a: CudaBuffer, b: CudaBuffer, out: CudaBuffer, n: int,
+                    p: Any = None) -> None:
+        if p is not self._last_p:
+            self._set_params(p)
+        if n > 0:
+            struct.pack_into("QQQQ", self._args, 0, a.ptr, b.ptr, out.ptr, n)
+            self._go(self._grid_for(n))
+        elif n < 0:
+            raise InvalidArgument(f"n: must be >= 0, got {n}")
+
+    def _launch_reduce(self, data: CudaBuffer, n: int, partials: CudaBuffer, blocks: int,
+                       p: Any = None) -> None:
+        if p is not self._last_p:
+            self._set_params(p)
+        if not 0 < blocks <= 1024:
+            raise InvalidArgument(f"blocks: must be in 1..1024, got {blocks}")
+        struct.pack_into("QQQ", self._args, 0, data.ptr, n, partials.ptr)
+        self._go((blocks, 1, 1))
+
+    def _launch_gather(self, src: CudaBuffer, idx: CudaBuffer, out: CudaBuffer, n: int,
+                       bound: int) -> None:
+        if n > 0:
+            struct.pack_into("QQQQQ", self._args, 0, src.ptr, idx.ptr, out.ptr, n, bound)
+            self._go((min(-(-n // self.block[0]), self._max_blocks), 1, 1))
+        elif n < 0:
+            raise InvalidArgument(f"n: must be >= 0, got {n}")
+
+    _launch_scatter = _launch_gather
+
+    # ---- run: pinned staging, cached device buffers ---------------------------------------
+    def _buf(self, slot: str, nbytes: int) -> CudaBuffer:
+        buf = self._scratch.get(slot)
+        if buf is None or buf.nbytes < nbytes:
+            if buf is not None:
+                buf.free()
+            buf = self._scratch[slot] = self.device.alloc(max(nbytes, 256))
+        return buf
+
+    def _staging(self, nbytes: int) -> np.ndarray:
+        if self._stage is None or self._stage.nbytes < nbytes:
+            self._stage = self.device.pinned(max(nbytes, 4096), np.uint8)
+        return self._stage
+
+    def _up(self, slot: str, host: np.ndarray, stage: np.ndarray, at: int) -> CudaBuffer:
+        buf = self._buf(slot, host.nbytes)
+        view = stage[at:at + host.nbytes]
+        np.copyto(view, host.reshape(-1).view(np.uint8))
+        buf.upload_at_async(0, view, self._stream)
+        return buf
+
+    def _down(self, buf: CudaBuffer, host: np.ndarray, stage: np.ndarray, at: int) -> None:
+        view = stage[at:at + host.nbytes]
+        buf.download_at_async(0, view, self._stream)
+        self._stream.synchronize()
+        np.copyto(host.reshape(-1).view(np.uint8), view)
+
+    def _run_map(self, data: np.ndarray, p: Any = None) -> None:
+        if data.size:
+            stage = self._staging(data.nbytes)
+            buf = self._up("data", data, stage, 0)
+            self.launch(buf, data.size, p)
+            self._down(buf, data, stage, 0)
+
+    _run_map_indexed = _run_map
+
+    def _run_map_to(self, inp: np.ndarray, out: np.ndarray, p: Any = None) -> None:
+        if inp.size:
+            stage = self._staging(max(inp.nbytes, out.nbytes))
+            ib = self._up("in", inp, stage, 0)
+            ob = self._buf("out", out.nbytes)
+            self.launch(ib, ob, inp.size, p)
+            self._down(ob, out, stage, 0)
+
+    def _run_zip(self, a: np.ndarray, b: np.ndarray, out: np.ndarray, p: Any = None) -> None:
+        if a.size:
+            stage = self._staging(a.nbytes + b.nbytes + out.nbytes)
+            ab = self._up("a", a, stage, 0)
+            bb = self._up("b", b, stage, a.nbytes)
+            ob = self._buf("out", out.nbytes)
+            self.launch(ab, bb, ob, a.size, p)
+            self._down(ob, out, stage, a.nbytes + b.nbytes)
+
+    def _gather_scatter(self, src: np.ndarray, idx: np.ndarray, out: np.ndarray, n: int,
+                        bound: int) -> None:
+        stage = self._staging(src.nbytes + idx.nbytes + out.nbytes)
+        sb = self._up("src", src, stage, 0)
+        ib = self._up("idx", idx, stage, src.nbytes)
+        ob = self._up("out", out, stage, src.nbytes + idx.nbytes)
+        self.launch(sb, ib, ob, n, bound)
+        self._down(ob, out, stage, src.nbytes + idx.nbytes)
+
+    def _run_gather(self, src: np.ndarray, idx: np.ndarray, out: np.ndarray) -> None:
+        if idx.size:
+            self._gather_scatter(src, idx, out, idx.size, src.size)
+
+    def _run_scatter(self, src: np.ndarray, idx: np.ndarray, out: np.ndarray) -> None:
+        if src.size and out.size:
+            self._gather_scatter(src, idx, out, src.size, out.size)
+
+    def free(self) -> None:
+        """Free the program's cached run buffers."""
+        for buf in self._scratch.values():
+            buf.free()
+        self._scratch.clear()
+
