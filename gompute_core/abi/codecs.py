@@ -11,6 +11,7 @@ class carries as ``__gompute_abi__``.
 
 from __future__ import annotations
 
+import abc
 import enum
 import math
 import struct
@@ -51,7 +52,7 @@ def _unwrap_0d(value: Any) -> Any:
     return value
 
 
-class Codec:
+class Codec(abc.ABC):
     """Base of the field codecs; subclasses set the attributes in ``__init__``."""
 
     ir: IRType
@@ -60,17 +61,17 @@ class Codec:
     fmt: str
     leaf: bool = False
 
+    @abc.abstractmethod
     def convert(self, value: Any, path: str) -> Any:
         """``value`` as the declared strong type; ``InvalidArgument`` naming ``path`` if not."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def rebuild(self, items: Iterator[Any]) -> Any:
         """Consume this field's unpacked ``struct`` items and return the host value."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def describe(self) -> str:
         """A short human name of the type, for messages."""
-        raise NotImplementedError
 
 
 class ScalarCodec(Codec):

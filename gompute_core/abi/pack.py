@@ -24,7 +24,7 @@ import functools
 import itertools
 import struct
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -177,10 +177,8 @@ class _PackerBuilder:
                 seq = self.local(expr)
                 for i in range(codec.length):
                     self.emit(codec.elem, f"{seq}[{i}]")
-        elif isinstance(codec, StructCodec):
-            self.emit_struct(codec.info, expr)
         else:
-            raise AbiError(f"{display_name(self.info.cls)}: no packer for {codec.describe()}")
+            self.emit_struct(cast(StructCodec, codec).info, expr)
 
 
 def _wire_function(info: ParamsInfo) -> Callable[[Any], Any]:
