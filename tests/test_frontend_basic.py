@@ -132,7 +132,8 @@ def test_local_type_is_fixed_point_of_assignments():
     assert dict(fn.locals) == {"acc": f32, "i": i64}
     assert fn.ret is f32
     (loop,) = nodes_of(fn, While)
-    assert loop.cond.lhs.type is i32  # weak local i compared with an i32: i32
+    # a run-time Python int is compared with an i32 by value, in i64
+    assert loop.cond.lhs.type is i64 and loop.cond.rhs == Cast(Var("n", i32), i64)
 
 
 def test_local_only_weak_stays_weak():
@@ -335,3 +336,27 @@ def test_definite_assignment_through_branches():
 
     (fn,) = lower(k, [i32], None, "k")
     assert fn.ret is i32
+
+
+def test_mixed_sign_64_bit_compare_is_exact_like_numpy():
+    (fn,) = lower(lambda a, b: a < b, [i64, u64], None, "k")
+    e = ret_expr(fn)
+    # NumPy 2 compares i64 with u64 exactly (not through f64): s < 0 or u64(s) < u
+    assert isinstance(e, Logical) and e.op == "or"
+    assert e.lhs == Compare("lt", Var("a", i64), Const(0, i64), np.bool_)
+    assert e.rhs == Compare("lt", Cast(Var("a", i64), u64), Var("b", u64), np.bool_)
+    (fn,) = lower(lambda a, b: a >= b, [u64, np.int8], None, "k")
+    e = ret_expr(fn)  # flipped: b <= a, i.e. b < 0 or u64(b) <= a
+    assert e.op == "or" and e.rhs.op == "le"
+
+
+def test_runtime_python_int_compares_by_value():
+    def k(x):
+        for i in range(-3, 3):
+            if i < x:
+                return i
+        return 0
+
+    (fn,) = lower(k, [u8], None, "k")
+    (iff,) = nodes_of(fn, If)
+    assert iff.cond.lhs.type is i64 and iff.cond.rhs == Cast(Var("x", u8), i64)

@@ -56,7 +56,7 @@ def test_format_loops_and_select():
     (fn,) = lower(count, [f32, SCALE], f32, "count")
     text = format_function(fn)
     assert "  var acc: f32\n  var i: i64\n" in text
-    assert "for i in range(0, i64(p.n), 1):" in text
+    assert "for i in range(0i64, i64(p.n), 1i64):" in text
     assert "acc = acc + (p.arr[i] * x)" in text
     assert "while acc > 100.0f32:" in text
     assert "continue" in text

@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from ..ir.nodes import Binary, Compare, Const, Logical, Not, Unary
-from ..types import f64, i64, is_float, is_int
+from ..ir.nodes import Binary, Cast, Compare, Const, Logical, Not, Unary
+from ..types import f64, i64, is_float, is_int, promote
 from .values import (
     WEAK_REPR,
     Ty,
@@ -126,9 +126,47 @@ def compare(op: str, a: Value, b: Value) -> Value:
     known = _out_of_range(op, a, b)
     if known is not None:
         return Value(Const(known, np.bool_))
+    exact = _exact_int_compare(op, a, b)
+    if exact is not None:
+        return exact
     t = join(a.ty, b.ty)
     result = Compare(op, coerce(a, t).expr, coerce(b, t).expr, np.bool_)  # type: ignore[arg-type]
     return Value(result, "bool" if t.weak is not None else None)
+
+
+_FLIP = {"eq": "eq", "ne": "ne", "lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}
+
+
+def _exact_int_compare(op: str, a: Value, b: Value) -> Value | None:
+    """NumPy 2 compares integers exactly even when their promoted type is a float (i64 vs
+    u64) and compares a Python int with any integer type by value. Lowered as: a run-time
+    Python int against a narrower type is compared in i64; anything signed against u64 as
+    ``s < 0 or u64(s) < u`` (and the like)."""
+    def int_like(v: Value) -> bool:
+        return is_int(v.type) and (v.weak is None or v.weak == "int")
+
+    if not (int_like(a) and int_like(b)) or a.is_weak_const or b.is_weak_const:
+        return None
+    strong = (a.weak is None) + (b.weak is None)
+    if strong == 0 or (strong == 2 and not is_float(promote(a.type, b.type))):
+        return None  # both Python ints, or an ordinary integer promotion
+    if is_unsigned64(a.type) and not is_unsigned64(b.type):
+        return _exact_int_compare(_FLIP[op], b, a)
+    if not is_unsigned64(b.type):
+        # a weak run-time int against a narrower strong integer: compare in i64
+        wide = Ty(i64)
+        return Value(Compare(op, coerce(a, wide).expr, coerce(b, wide).expr, np.bool_))  # type: ignore[arg-type]
+    s = a.expr
+    zero = const_of(0, s.type)  # type: ignore[arg-type]
+    as_u = Compare(op, Cast(s, np.uint64), b.expr, np.bool_)  # type: ignore[arg-type]
+    if op in ("eq", "gt", "ge"):
+        return Value(Logical("and", Compare("ge", s, zero, np.bool_), as_u, np.bool_))
+    return Value(Logical("or", Compare("lt", s, zero, np.bool_), as_u, np.bool_))
+
+
+def is_unsigned64(t: object) -> bool:
+    """True for u64."""
+    return t is np.uint64
 
 
 def _out_of_range(op: str, a: Value, b: Value) -> bool | None:

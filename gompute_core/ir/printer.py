@@ -71,8 +71,7 @@ def _expr(e: Expr, top: bool = False) -> str:
     if isinstance(e, Const):
         if isinstance(e.value, bool):
             return "True" if e.value else "False"
-        return f"{e.value!r}{format_type(e.type)}" if format_type(e.type) not in (
-            "i64",) else repr(e.value)
+        return f"{e.value!r}{format_type(e.type)}"
     if isinstance(e, Var):
         return e.name
     if isinstance(e, Field):
