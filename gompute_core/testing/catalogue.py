@@ -12,6 +12,7 @@ once and memoizes it.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,7 +38,10 @@ class Entry:
     reduce presets. ``types`` maps roles (``T``, ``In``, ``Out``, ``A``, ``B``,
     ``Idx``) to scalar types; ``extra_types`` lists further types the body or
     the params use, so a backend that cannot run one of them never sees it.
-    ``fn`` is the element function (the combine for ``reduce``).
+    ``fn`` is the element function (the combine for ``reduce``). ``group``
+    says which part of the suite runs it (``kinds``: every kind over every
+    type at every edge size; ``language``: kernel-language semantics,
+    params shapes and fusion).
     """
 
     key: str
@@ -49,6 +53,7 @@ class Entry:
     pre: Callable[..., Any] | None = None
     block_size: int = 256
     extra_types: tuple[type, ...] = field(default=())
+    group: str = "kinds"
 
     @property
     def name(self) -> str:
@@ -236,7 +241,7 @@ def _language_entries() -> list[Entry]:
                      pre=kp.fused_pipeline(np.float64)))
     out.append(Entry("fusedmax_i16", "max", (("T", np.int16),), k.COEF[np.int16],
                      pre=kp.fused_pipeline(np.int16)))
-    return out
+    return [dataclasses.replace(e, group="language") for e in out]
 
 
 _ENTRIES: dict[str, Entry] = {}
@@ -257,9 +262,9 @@ def entry(key: str) -> Entry:
     return entries()[key]
 
 
-def select(kind: str) -> list[Entry]:
-    """Entries of one kind (a preset name selects that preset)."""
-    return [e for e in entries().values() if e.kind == kind]
+def select(*kinds: str, group: str = "kinds") -> list[Entry]:
+    """Entries of ``group`` whose kind is one of ``kinds`` (a preset name selects that preset)."""
+    return [e for e in entries().values() if e.kind in kinds and e.group == group]
 
 
 def iter_specs(exclude_types: tuple[str, ...] = ()) -> list[Any]:

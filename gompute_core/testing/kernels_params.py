@@ -116,6 +116,7 @@ class PolarWire:
     sin_t: g.f32
 
 
+@g.params
 class Polar:
     """A custom boundary class: host fields that cannot cross, converted to ``PolarWire``."""
 
