@@ -48,7 +48,7 @@ class KernargLayout:
     """The explicit arguments of one entry point and the segment size they occupy."""
 
     slots: tuple[Slot, ...]
-    size: int  # end of the last argument (the metadata's explicit kernarg size)
+    size: int  # the explicit kernarg segment: end of the last argument, rounded up to 4
     align: int
 
     def packer(self) -> struct.Struct:
@@ -59,6 +59,8 @@ class KernargLayout:
                 fmt += f"{s.offset - pos}x"
             fmt += "Q" if s.kind != "params" else f"{s.size}s"
             pos = s.offset + s.size
+        if self.size > pos:
+            fmt += f"{self.size - pos}x"
         return struct.Struct(fmt)
 
 
@@ -67,7 +69,7 @@ def _round_up(value: int, align: int) -> int:
 
 
 def kernarg_layout(kernel: KernelIR) -> KernargLayout:
-    """The kernarg layout of ``kernel``'s entry point (C ABI table of ``gompute_core.ir.kernel``)."""
+    """The kernarg layout of the entry point (the C ABI table of ``gompute_core.ir.kernel``)."""
     slots: list[Slot] = []
     pos, align = 0, 8
     args = list(_SIGNATURES[kernel.kind])
@@ -81,4 +83,4 @@ def kernarg_layout(kernel: KernelIR) -> KernargLayout:
         slots.append(Slot("p", "params", pos, layout.size))
         pos += layout.size
         align = max(align, layout.align)
-    return KernargLayout(tuple(slots), pos, align)
+    return KernargLayout(tuple(slots), _round_up(pos, 4), align)  # LLVM rounds to a dword
