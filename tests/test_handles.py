@@ -378,3 +378,27 @@ def test_compute_runtime(empty: None) -> None:
     device = c.device
     g.runtime.shutdown()
     assert device.closed
+
+
+def test_device_buffers_are_cached_and_grown(empty: None) -> None:
+    manager.register(PyBackend("pytest"))
+    with g.Kernel(g.map(uname(), g.i32, None, lambda x: x + 1), "pytest") as k:
+        data = np.zeros(100, np.int32)
+        k.run(data)
+        allocs = k.device.allocs
+        k.run(data)
+        k.run(data[:10])
+        assert k.device.allocs == allocs
+        bigger = np.zeros(1000, np.int32)
+        k.run(bigger)
+        assert k.device.allocs == allocs + 1
+        np.testing.assert_array_equal(data[:10], 3)
+        np.testing.assert_array_equal(data[10:], 2)
+        np.testing.assert_array_equal(bigger, 1)
+
+
+def test_stream_can_be_replaced(backend: str) -> None:
+    with g.Kernel(g.map(uname(), g.i32, None, lambda x: x), backend) as k:
+        stream = k.device.create_stream()
+        k.stream = stream
+        assert k.stream is stream and k.program.stream is stream
