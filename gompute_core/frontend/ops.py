@@ -108,7 +108,7 @@ def binary(op: str, a: Value, b: Value) -> Value:
             raise TypingError(f"'{sym}' needs integers, got {describe_type(t)} "
                               f"({a.ty.describe()} {sym} {b.ty.describe()})")
         if t is np.bool_:
-            t = i64
+            t = np.int8  # NumPy shifts bools with its int8 loop
     if op == "pow" and is_int(t) and isinstance(b.expr, Const) and b.expr.value < 0:
         raise TypingError("integer ** negative constant is not allowed (NumPy raises); "
                           "use a float base")
