@@ -17,9 +17,8 @@ from gompute_core.plugins import manager
 @pytest.fixture()
 def empty(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.delenv(manager.ENV_BACKENDS, raising=False)
-    manager.reset(discover=False)
-    yield
-    manager.reset()
+    with manager.isolated():
+        yield
 
 
 def test_info_without_backends(empty: None, capsys: pytest.CaptureFixture[str]) -> None:

@@ -53,18 +53,16 @@ def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> 
     """A registry holding only the test backend, through the device path or host ``run``."""
     monkeypatch.delenv(manager.ENV_BACKENDS, raising=False)
     monkeypatch.delenv("GOMPUTE_ARTIFACT_DIR", raising=False)
-    manager.reset(discover=False)
-    manager.register(PyBackend("pytest", host_run=request.param))
-    yield "pytest"
-    manager.reset()
+    with manager.isolated():
+        manager.register(PyBackend("pytest", host_run=request.param))
+        yield "pytest"
 
 
 @pytest.fixture()
 def empty(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.delenv(manager.ENV_BACKENDS, raising=False)
-    manager.reset(discover=False)
-    yield
-    manager.reset()
+    with manager.isolated():
+        yield
 
 
 def test_map_matches_oracle(backend: str) -> None:

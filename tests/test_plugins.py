@@ -17,9 +17,8 @@ from gompute_core.plugins.records import PLUGIN_API_VERSION
 def registry(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """An empty registry (no entry points) for the test; rediscovered afterwards."""
     monkeypatch.delenv(manager.ENV_BACKENDS, raising=False)
-    manager.reset(discover=False)
-    yield
-    manager.reset()
+    with manager.isolated():
+        yield
 
 
 def test_register_and_describe(registry: None) -> None:
@@ -148,3 +147,15 @@ def test_plugin_without_info_hook_is_refused(registry: None) -> None:
 
     rec = manager.register(NoInfo(), name="noinfo")
     assert not rec.loaded and "gompute_backend_info" in rec.error
+
+
+def test_isolated_restores_the_previous_registry(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(manager.ENV_BACKENDS, raising=False)
+    outer = manager.backends()
+    with manager.isolated():
+        assert manager.backends() == []
+        manager.register(PyBackend("inner"))
+        device = manager.open_device("inner", 0)
+    assert device.closed
+    assert manager.backends() == outer
+    assert "inner" not in [r.name for r in manager.backends()]

@@ -11,10 +11,12 @@ others. ``GOMPUTE_BACKENDS=cuda,cpu`` restricts and orders what
 
 from __future__ import annotations
 
+import contextlib
 import importlib.metadata as metadata
 import os
 import threading
 import traceback
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -84,18 +86,25 @@ def _registry() -> _Registry:
     return _state
 
 
-def reset(*, discover: bool = True) -> None:
-    """Forget every plugin, probe and device (devices are closed first).
+@contextlib.contextmanager
+def isolated(*, discover: bool = False) -> Iterator[None]:
+    """Run the ``with`` body against a fresh registry, then restore the previous one.
 
-    The next access re-discovers entry points; with ``discover=False`` the
-    registry starts empty (in-process plugins only, e.g. for tests).
+    The fresh registry is empty (in-process plugins only, e.g. for tests), or
+    discovers entry points again with ``discover=True``. Devices opened inside
+    are closed on exit; the previous registry's plugins, probes and devices
+    are untouched.
     """
     global _state
     with _lock:
+        saved = _state
+        _state = None if discover else _Registry()
+    try:
+        yield
+    finally:
         close_devices()
-        _state = None
-        if not discover:
-            _state = _Registry()
+        with _lock:
+            _state = saved
 
 
 def get_plugin_manager() -> pluggy.PluginManager:
@@ -312,6 +321,7 @@ def close_devices() -> None:
 
 __all__ = [
     "BackendRecord", "ENTRY_POINT_GROUP", "ENV_BACKENDS", "backends", "close_devices",
-    "compile_artifact", "env_order", "get_plugin_manager", "hookimpl", "load_entry_point",
-    "open_device", "ordered_backends", "probe", "record", "register", "require", "reset",
+    "compile_artifact", "env_order", "get_plugin_manager", "hookimpl", "isolated",
+    "load_entry_point", "open_device", "ordered_backends", "probe", "record", "register",
+    "require",
 ]
