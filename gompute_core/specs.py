@@ -69,7 +69,7 @@ class Spec:
     pre: Callable[..., Any] | None = None
     preset: Preset | None = None
     defined_at: str = ""
-    _ir: list[KernelIR] = field(default_factory=list, repr=False)
+    _ir: list[KernelIR] = field(default_factory=list, init=False, repr=False)
 
     @property
     def value_types(self) -> tuple[tuple[str, ScalarType], ...]:
