@@ -360,3 +360,65 @@ def test_runtime_python_int_compares_by_value():
     (fn,) = lower(k, [u8], None, "k")
     (iff,) = nodes_of(fn, If)
     assert iff.cond.lhs.type is i64 and iff.cond.rhs == Cast(Var("x", u8), i64)
+
+
+def test_nested_records_and_arrays_of_records():
+    from gompute_core.abi.layout import FieldLayout, StructLayout
+    from gompute_core.ir.nodes import ArrayType, StructType
+
+    pt = StructType("Pt", StructLayout("Pt", (FieldLayout("w", 0, f32),), 4, 4))
+    outer = StructType("Outer", StructLayout("Outer", (
+        FieldLayout("pts", 0, ArrayType(pt, 3)),
+        FieldLayout("grid", 12, ArrayType(ArrayType(i32, 2), 2)),
+    ), 28, 4))
+
+    def k(x, p):
+        return x * p.pts[2].w + p.grid[1][0]
+
+    (fn,) = lower(k, [f32, outer], f32, "k")
+    fields = nodes_of(fn, Field)
+    assert fields[0].base.type is pt or isinstance(fields[0].base, Index)
+    assert len(nodes_of(fn, Index)) == 3
+
+
+def test_multiline_lambda_and_decorated_function_locations():
+    fs = [
+        lambda x:
+        x + 1.5
+    ]
+    (fn,) = lower(fs[0], [f32], None, "k")
+    here = test_multiline_lambda_and_decorated_function_locations
+    assert fn.source.endswith(f":{line_of(here, 'lambda x:')}")
+
+    def deco(fn):
+        fn.tagged = True
+        return fn
+
+    @deco
+    def k(x):
+        return x * 2
+
+    (fn,) = lower(k, [i32], None, "k")
+    assert fn.ret is i32
+    assert fn.source.endswith(f":{line_of(k, 'def k')}")
+
+
+def test_staticmethod_function_lowers():
+    class Op:
+        @staticmethod
+        def eval(x, p):
+            return x - 1
+
+    (fn,) = lower(Op.eval, [u8, None], None, "k")
+    assert fn.ret is u8 and fn.args == (("x", u8),)
+
+
+def test_bad_arg_types_are_invalid_argument():
+    from gompute_core.errors import InvalidArgument
+
+    with pytest.raises(InvalidArgument, match="argument type #0"):
+        lower(lambda x: x, [float], None, "k")
+    with pytest.raises(InvalidArgument, match="not an identifier"):
+        lower(lambda x: x, [f32], None, "1k")
+    with pytest.raises(InvalidArgument, match="return type"):
+        lower(lambda x: x, [f32], "f32", "k")

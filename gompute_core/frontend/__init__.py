@@ -12,7 +12,17 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import InvalidArgument, KernelSyntaxError
-from ..ir.nodes import CallFunction, Cast, Expr, Function, IRType, Return, StructType, Var
+from ..ir.nodes import (
+    ArrayType,
+    CallFunction,
+    Cast,
+    Expr,
+    Function,
+    IRType,
+    Return,
+    StructType,
+    Var,
+)
 from ..types import as_scalar_type
 from .context import Program
 from .lowering import lower_function
@@ -43,7 +53,16 @@ def lower(fn: Any, arg_types: Sequence[IRType | None], ret: Any, name: str
         ret_t = as_scalar_type(ret)
         if ret_t is None:
             raise InvalidArgument(f"return type must be a scalar type, got {ret!r}")
-    tys = [None if t is None else Ty(as_scalar_type(t) or t) for t in arg_types]
+    tys: list[Ty | None] = []
+    for k, t in enumerate(arg_types):
+        if t is None or isinstance(t, (StructType, ArrayType)):
+            tys.append(None if t is None else Ty(t))
+            continue
+        st = as_scalar_type(t)
+        if st is None:
+            raise InvalidArgument(f"argument type #{k} must be a scalar type, a params "
+                                  f"StructType or None, got {t!r}")
+        tys.append(Ty(st))
     program = Program(name)
     owner = getattr(fn, "__self__", None) if inspect.ismethod(fn) else None
     if isinstance(owner, (Fused, Unary)) and fn.__name__ in ("eval", "__call__"):
