@@ -1,0 +1,80 @@
+"""``g.math`` end to end over every float type.
+
+Exact functions (``floor ceil trunc fabs copysign fmod sqrt`` and the
+predicates ``isnan isinf isfinite``) are compared bit for bit (NaN to any
+NaN). Transcendental functions are compared within ``ULPS`` units in the
+last place of the kernel function run as Python (NumPy's implementation):
+libm, SVML, CUDA's and ROCm's device libraries all promise a few ulp, none
+promises correct rounding. Inputs stay in each function's domain and away
+from huge arguments where range reduction differs between libraries.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from . import kernels as k
+from ._support import assert_bits, assert_ulps, cases, rng_for, scalar_oracle, values
+from .catalogue import Entry, entries
+
+pytestmark = pytest.mark.gompute()
+
+ULPS = {np.float16: 1, np.float32: 4, np.float64: 4}
+"""Tolerance in ulps per type for transcendental functions."""
+
+EXACT = {k.MathFn.FLOOR, k.MathFn.CEIL, k.MathFn.TRUNC, k.MathFn.FABS, k.MathFn.COPYSIGN,
+         k.MathFn.FMOD, k.MathFn.SQRT, k.MathFn.ISNAN, k.MathFn.ISINF, k.MathFn.ISFINITE}
+
+N = 600
+
+_DOMAIN: dict[k.MathFn, tuple[float, float]] = {
+    k.MathFn.EXP: (-20, 20), k.MathFn.EXP2: (-30, 30), k.MathFn.EXPM1: (-20, 20),
+    k.MathFn.LOG: (1e-6, 1e6), k.MathFn.LOG2: (1e-6, 1e6), k.MathFn.LOG10: (1e-6, 1e6),
+    k.MathFn.LOG1P: (-0.9, 1e4), k.MathFn.SIN: (-10, 10), k.MathFn.COS: (-10, 10),
+    k.MathFn.TAN: (-1.5, 1.5), k.MathFn.TANH: (-10, 10), k.MathFn.ASIN: (-1, 1),
+    k.MathFn.ACOS: (-1, 1), k.MathFn.ATAN: (-100, 100), k.MathFn.ATAN2: (-100, 100),
+    k.MathFn.SINH: (-10, 10), k.MathFn.COSH: (-10, 10), k.MathFn.HYPOT: (-1e3, 1e3),
+    k.MathFn.ERF: (-4, 4),
+}
+
+
+def inputs(fn: k.MathFn, t: type, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Operands in ``fn``'s domain (exact functions get every special value, NaN included)."""
+    if fn in EXACT:
+        a = values(t, N, rng, nan=True)
+        b = values(t, N, rng, nan=True)[rng.permutation(N)]
+        if fn is k.MathFn.FMOD:
+            b = np.where(rng.random(N) < 0.8, values(t, N, rng, lo=-50, hi=50), b).astype(t)
+        return a, b
+    lo, hi = _DOMAIN[fn]
+    if t is np.float16:
+        lo, hi = max(lo, -8.0), min(hi, 8.0)
+    a = values(t, N, rng, lo=lo, hi=hi)
+    b = values(t, N, rng, lo=lo, hi=hi)
+    edges = np.array([0.0, -0.0, 1.0, -1.0, 0.5], t)
+    edges = edges[(edges >= lo) & (edges <= hi)]
+    a[: edges.size] = edges
+    return a, b
+
+
+@pytest.mark.parametrize("fn", list(k.MathFn), ids=lambda f: f.name.lower())
+@pytest.mark.parametrize("e", cases([e for e in entries().values()
+                                     if e.key.startswith("math_")]))
+def test_math(e: Entry, fn: k.MathFn, gompute_kernels: Any) -> None:
+    """``g.math.<fn>`` matches the Python run (exactly, or within ``ULPS``)."""
+    kern = gompute_kernels.get(e)
+    t = e.t("A")
+    rng = rng_for(e.key, fn.name)
+    a, b = inputs(fn, t, rng)
+    out = np.zeros(N, t)
+    p = k.MathSel(fn=fn)
+    kern.run(a, b, out, p)
+    want = scalar_oracle(e.fn, [a, b], [p], t)
+    context = f"{e.name} {fn.name.lower()}"
+    if fn in EXACT:
+        assert_bits(out, want, context=context)
+    else:
+        assert_ulps(out, want, ULPS[t], context=context)
