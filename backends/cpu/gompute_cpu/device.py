@@ -11,6 +11,7 @@ import operator
 from typing import Any
 
 import numpy as np
+
 from gompute_core.errors import AllocFailed, InvalidArgument
 from gompute_core.ir.kernel import KernelIR
 from gompute_core.plugins.records import Artifact

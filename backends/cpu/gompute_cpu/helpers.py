@@ -13,6 +13,7 @@ comparisons, as the builtins do on NumPy scalars).
 from __future__ import annotations
 
 import numpy as np
+
 from gompute_core.types import ScalarType, bits, is_float, is_signed, short_name
 
 TYPE_NAMES: dict[ScalarType, str] = {

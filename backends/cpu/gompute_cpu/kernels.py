@@ -21,6 +21,7 @@ preset (``kir.reassociate``): that lets LLVM vectorize the sum; a custom
 from __future__ import annotations
 
 import numpy as np
+
 from gompute_core.ir.kernel import KernelIR
 from gompute_core.ir.nodes import Function
 from gompute_core.types import ScalarType, is_signed
@@ -116,7 +117,7 @@ def _move_loops(kir: KernelIR) -> str:
     cond = _in_range(kir.value_type("Idx"))
     move = "out[i] = src[j]" if kir.kind == "gather" else "out[j] = src[i]"
     body = (f"        j = idx[i]\n        if {cond}:\n            {move}\n")
-    serial = f"@njit(**_OPT)\ndef k_serial(src, idx, out, n, bound):\n    for i in range(n):\n"
+    serial = "@njit(**_OPT)\ndef k_serial(src, idx, out, n, bound):\n    for i in range(n):\n"
     if kir.kind == "scatter":
         return serial + body + "\n\nk_parallel = k_serial\n"
     return (serial + body + "\n\n@njit(**_PAR)\ndef k_parallel(src, idx, out, n, bound):\n"

@@ -6,10 +6,16 @@ import os
 import threading
 
 import pluggy
+
 from gompute_core.errors import InvalidArgument, NoDevice
 from gompute_core.ir.kernel import KINDS
 from gompute_core.plugins.records import (
-    PLUGIN_API_VERSION, Artifact, Availability, BackendInfo, CompileRequest, DeviceInfo,
+    PLUGIN_API_VERSION,
+    Artifact,
+    Availability,
+    BackendInfo,
+    CompileRequest,
+    DeviceInfo,
 )
 
 from . import __version__

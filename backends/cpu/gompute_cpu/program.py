@@ -17,9 +17,10 @@ from typing import Any
 
 import numba
 import numpy as np
+from numba import types as nbt
+
 from gompute_core.errors import CompileFailed, InvalidArgument
 from gompute_core.ir.kernel import KernelIR
-from numba import types as nbt
 
 from .device import STREAM, CpuBuffer
 from .params import HostParams
@@ -41,7 +42,9 @@ def parallel_threshold() -> int:
 
 
 def _array_type(dtype: np.dtype) -> nbt.Array:
-    return nbt.Array(numba.from_dtype(dtype), 1, "C")
+    # typeof (not from_dtype) so numba's one-time ndarray typing setup happens here, not
+    # in the first run
+    return numba.typeof(np.empty(0, dtype))
 
 
 class CpuProgram:

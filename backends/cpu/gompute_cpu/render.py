@@ -20,6 +20,7 @@ import math
 from collections.abc import Iterable
 
 import numpy as np
+
 from gompute_core.errors import Unsupported
 from gompute_core.ir import nodes as ir
 from gompute_core.types import ScalarType, is_float, is_signed
@@ -221,7 +222,7 @@ class FunctionRenderer:
     def s_Assign(self, s: ir.Assign, depth: int) -> None:
         t = self.types[s.name]
         if is_aggregate(t):
-            for name, value in zip(leaf_names(s.name, t), self.flatten(s.value)):
+            for name, value in zip(leaf_names(s.name, t), self.flatten(s.value), strict=True):
                 self.emit(depth, f"{name} = {value}")
         else:
             self.emit(depth, f"{var(s.name)} = {self.expr(s.value)}")

@@ -1,0 +1,232 @@
+"""CPU runtime: the Buffer protocol, the launch path, serial == threaded, gather/scatter
+bounds, and the on-disk cache seen from a second process."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+from gompute_cpu import plugin
+from gompute_cpu.device import CpuBuffer
+
+import gompute_core as g
+from gompute_core.errors import InvalidArgument, NoDevice
+
+
+@g.params
+class Affine:
+    a: g.i32
+    b: g.i32
+
+
+def affine(x, p: Affine):
+    return x * p.a + p.b
+
+
+def first_nonzero(a, b):
+    """Associative, not commutative: order of the fold matters."""
+    return a if a != 0 else b
+
+
+def index_mix(x, i, p: Affine):
+    return x + g.i32(i % 7) * p.a
+
+
+AFFINE_MAP = g.map("rt_affine", g.i32, Affine, affine)
+FIRST_NZ = g.reduce("rt_first_nonzero", g.i64, None, first_nonzero, 0)
+SUM_F64 = g.sum("rt_sum_f64", g.f64)
+INDEXED = g.map_indexed("rt_indexed", g.i32, Affine, index_mix)
+GATHER = g.gather("rt_gather", g.f32, g.i32)
+SCATTER = g.scatter("rt_scatter", g.f32, g.i64)
+GATHER_U = g.gather("rt_gather_u", g.f32, g.u16)
+
+
+def device() -> object:
+    return plugin.gompute_device("cpu", 0)
+
+
+# ---------------------------------------------------------------------------- buffers
+
+def test_buffer_transfers_round_trip() -> None:
+    buf = device().alloc(64)
+    src = np.arange(16, dtype=np.float32)
+    buf.upload(src)
+    back = np.zeros(16, np.float32)
+    buf.download(back)
+    np.testing.assert_array_equal(back, src)
+    buf.upload_at(8, np.array([100, 101], np.float32))
+    part = np.zeros(4, np.float32)
+    buf.download_at(4, part)
+    np.testing.assert_array_equal(part, [1, 100, 101, 4])
+    other = device().alloc(64)
+    other.copy_from_async(buf)
+    other.download(back)
+    np.testing.assert_array_equal(back[:5], [0, 1, 100, 101, 4])
+    other.fill_async(0, nbytes=8, offset=4)
+    other.download(back)
+    np.testing.assert_array_equal(back[:4], [0, 0, 0, 101])
+    assert other.device_addr() != buf.device_addr() and buf.device_addr() > 0
+
+
+def test_out_of_range_transfers_copy_nothing() -> None:
+    buf = device().alloc(16)
+    buf.upload(np.full(4, 7, np.int32))
+    with pytest.raises(InvalidArgument, match="past the end"):
+        buf.upload_at(8, np.full(3, 9, np.int32))
+    with pytest.raises(InvalidArgument):
+        buf.upload(np.zeros(2, np.int32), nbytes=12)  # more than the host array holds
+    host = np.full(8, -1, np.int32)
+    with pytest.raises(InvalidArgument, match="past the end"):
+        buf.download(host)
+    np.testing.assert_array_equal(host, -1)
+    with pytest.raises(InvalidArgument):
+        buf.download_at(-4, host, 4)
+    with pytest.raises(InvalidArgument):
+        buf.fill_async(256)
+    check = np.zeros(4, np.int32)
+    buf.download(check)
+    np.testing.assert_array_equal(check, 7)
+
+
+def test_free_is_idempotent_and_use_after_free_is_an_error() -> None:
+    buf = device().alloc(8)
+    buf.free()
+    buf.free()
+    with pytest.raises(InvalidArgument, match="after free"):
+        buf.upload(np.zeros(2, np.int32))
+
+
+def test_device_is_ordinal_zero_only() -> None:
+    assert device() is plugin.gompute_device("cpu", 0)
+    assert plugin.gompute_device("cuda", 0) is None
+    with pytest.raises(NoDevice):
+        plugin.gompute_device("cpu", 1)
+
+
+# ---------------------------------------------------------------------------- launch path
+
+def test_launch_on_buffers_matches_run() -> None:
+    p = Affine(a=3, b=-5)
+    data = np.arange(-500, 500, dtype=np.int32)
+    want = data.copy()
+    with g.Kernel(AFFINE_MAP, "cpu") as k:
+        k.run(want, p)
+        buf = k.alloc(data.size)
+        assert isinstance(buf, CpuBuffer)
+        buf.upload(data)
+        k.launch(buf, data.size, p)
+        k.context.synchronize()
+        buf.download(data)
+        with pytest.raises(InvalidArgument, match="holds 1000 elements"):
+            k.launch(buf, data.size + 1, p)
+        buf.free()
+    np.testing.assert_array_equal(data, want)
+
+
+def test_reduce_launch_writes_one_partial_per_block() -> None:
+    data = np.arange(1, 1001, dtype=np.float64)
+    with g.Kernel(SUM_F64, "cpu") as k:
+        dbuf, pbuf = k.alloc(data.size), k.alloc(7)
+        dbuf.upload(data)
+        k.launch(dbuf, data.size, pbuf, 7, None)
+        partials = np.zeros(7, np.float64)
+        pbuf.download(partials)
+    bounds = [b * 1000 // 7 for b in range(8)]
+    np.testing.assert_array_equal(
+        partials, [data[lo:hi].sum() for lo, hi in zip(bounds, bounds[1:], strict=False)])
+
+
+# ---------------------------------------------------------------------------- serial == threaded
+
+def _run_all(monkeypatch: pytest.MonkeyPatch, threshold: int) -> list[np.ndarray]:
+    monkeypatch.setenv("GOMPUTE_CPU_PARALLEL_THRESHOLD", str(threshold))
+    rng = np.random.default_rng(11)
+    n = 50_003
+    p = Affine(a=-7, b=2**30)
+    out: list[np.ndarray] = []
+    with g.Kernel(AFFINE_MAP, "cpu") as k:
+        assert k.program.threshold == threshold
+        d = rng.integers(-2**31, 2**31, n, dtype=np.int32)
+        out.append(k.run(d, p))
+    with g.Kernel(INDEXED, "cpu") as k:
+        out.append(k.run(np.zeros(n, np.int32), p))
+    with g.Kernel(FIRST_NZ, "cpu") as k:
+        d = np.zeros(n, np.int64)
+        d[[40_000, 12_345, 45_000]] = [5, 9, 3]
+        out.append(np.array([k.run(d), k.run(np.zeros(n, np.int64))]))
+    src = rng.random(1000, dtype=np.float32)
+    idx = rng.integers(-50, 1050, n, dtype=np.int32)
+    with g.Kernel(GATHER, "cpu") as k:
+        out.append(k.run(src, idx, np.full(n, -1, np.float32)))
+    return out
+
+
+def test_threaded_and_serial_paths_agree(monkeypatch: pytest.MonkeyPatch) -> None:
+    serial = _run_all(monkeypatch, 1 << 40)
+    threaded = _run_all(monkeypatch, 0)
+    for s, t in zip(serial, threaded, strict=True):
+        np.testing.assert_array_equal(s, t)
+    # and both agree with the oracle for the order-sensitive reduce
+    np.testing.assert_array_equal(serial[2], [9, 0])
+
+
+# ---------------------------------------------------------------------------- gather / scatter
+
+@pytest.mark.parametrize("threshold", [0, 1 << 40])
+def test_out_of_range_indices_are_skipped(monkeypatch: pytest.MonkeyPatch, threshold: int) -> None:
+    monkeypatch.setenv("GOMPUTE_CPU_PARALLEL_THRESHOLD", str(threshold))
+    src = np.arange(10, dtype=np.float32)
+    with g.Kernel(GATHER, "cpu") as k:
+        out = k.run(src, np.array([0, -1, 9, 10, -2**31, 3], np.int32), np.full(6, -1, np.float32))
+    np.testing.assert_array_equal(out, [0, -1, 9, -1, -1, 3])
+    with g.Kernel(GATHER_U, "cpu") as k:
+        out = k.run(src, np.array([65535, 2, 10], np.uint16), np.full(3, -1, np.float32))
+    np.testing.assert_array_equal(out, [-1, 2, -1])
+    with g.Kernel(SCATTER, "cpu") as k:
+        idx = np.array([1, -1, 4, 5, 2**40, 1], np.int64)
+        out = k.run(np.arange(6, dtype=np.float32), idx, np.zeros(5, np.float32))
+    np.testing.assert_array_equal(out, [0, 5, 0, 0, 2])  # duplicate index: the last write wins
+
+
+# ---------------------------------------------------------------------------- disk cache
+
+_CHILD = textwrap.dedent("""
+    import json, time
+    t0 = time.perf_counter()
+    import numpy as np, gompute_core as g
+
+    def twice(x):
+        return x * 2 + 1
+
+    spec = g.map("cache_probe", g.i64, None, twice)
+    with g.Kernel(spec, "cpu") as k:
+        ready = time.perf_counter()
+        data = np.arange(5, dtype=np.int64)
+        k.run(data)
+        stats = k.program._module.k_serial.stats
+        print(json.dumps({"hits": sum(stats.cache_hits.values()),
+                          "misses": sum(stats.cache_misses.values()),
+                          "data": data.tolist(), "open_s": ready - t0}))
+""")
+
+
+def test_second_process_loads_from_disk_without_compiling(tmp_path: Path) -> None:
+    script = tmp_path / "child.py"
+    script.write_text(_CHILD)
+    env = dict(os.environ, GOMPUTE_CACHE_DIR=str(tmp_path / "cache"))
+    runs = []
+    for _ in range(2):
+        proc = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
+                              text=True, timeout=300, check=True)
+        runs.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+    assert runs[0]["misses"] == 1 and runs[0]["hits"] == 0
+    assert runs[1]["hits"] == 1 and runs[1]["misses"] == 0
+    assert runs[1]["data"] == [1, 3, 5, 7, 9]
+    index_files = list((tmp_path / "cache" / "cpu" / "__pycache__").glob("*.nbi"))
+    assert any("k_serial" in f.name for f in index_files)
