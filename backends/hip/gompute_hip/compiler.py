@@ -9,6 +9,7 @@ process on a target it does not know.
 from __future__ import annotations
 
 import functools
+import hashlib
 import threading
 
 from gompute_core.errors import BackendUnavailable, CompileFailed, InvalidArgument
@@ -26,6 +27,8 @@ BASE_OPTIONS: tuple[str, ...] = ("-O3", "-ffp-contract=off", "-std=c++17")
 FORMAT = "hsaco"
 
 _LOCK = threading.Lock()  # hiprtc of ROCm 5.2 is not documented as thread-safe
+_MEMORY: dict[tuple[str, ...], Artifact] = {}
+_DISK = DiskCache("hip")
 
 
 @functools.lru_cache(maxsize=1)
@@ -87,21 +90,30 @@ def compile_source(source: str, name: str, arch: str, options: tuple[str, ...] =
 
 
 def compile_kernel(kernel: KernelIR, arch: str, options: tuple[str, ...] = ()) -> Artifact:
-    """Render and compile ``kernel`` for ``arch`` through the disk cache."""
+    """Render and compile ``kernel`` for ``arch`` through the memory and disk caches.
+
+    The key names hiprtc's version, the target, the options and the sha256 of
+    the rendered source (so a change in the shared renderer misses too).
+    """
     if not isinstance(arch, str) or not arch:
         raise InvalidArgument(f"arch must name a gfx target such as 'gfx90a', got {arch!r}")
     validate_target(arch)
-    version = compiler_version()
-    cache = DiskCache("hip")
-    key = ("hiprtc", version, arch, " ".join((*BASE_OPTIONS, *options)), kernel.digest())
-    cached = cache.get(key)
-    if cached is not None:
-        return cached
     source = render(kernel)
-    image = compile_source(source, kernel.name, arch, options)
-    artifact = Artifact(
-        backend="hip", image=image, format=FORMAT, entry=kernel.name, target=arch,
-        source=source, compiler=version, digest=kernel.digest(), kind=kernel.kind,
-    )
-    cache.put(key, artifact)
+    key = ("hiprtc", compiler_version(), arch, " ".join((*BASE_OPTIONS, *options)),
+           hashlib.sha256(source.encode()).hexdigest(), kernel.digest())
+    with _LOCK:
+        hit = _MEMORY.get(key)
+    if hit is not None:
+        return hit
+    artifact = _DISK.get(key)
+    if artifact is None:
+        image = compile_source(source, kernel.name, arch, options)
+        artifact = Artifact(
+            backend="hip", image=image, format=FORMAT, entry=kernel.name, target=arch,
+            source=source, compiler=compiler_version(), digest=kernel.digest(), kind=kernel.kind,
+            extra=(("options", " ".join((f"--offload-arch={arch}", *BASE_OPTIONS, *options))),),
+        )
+        _DISK.put(key, artifact)
+    with _LOCK:
+        _MEMORY[key] = artifact
     return artifact
