@@ -49,9 +49,12 @@ def _nested_structs(t: ir.IRType, out: list[ir.StructType]) -> None:
             out.append(t)
 
 
-def params_decls(params: ir.StructType) -> str:
+def params_decls(params: ir.StructType, offsetof: str) -> str:
     """C declarations of ``params`` and every struct nested in it, innermost first,
-    each followed by ``static_assert``s on every field offset, the size and alignment."""
+    each followed by ``static_assert``s on every field offset, the size and alignment.
+
+    ``offsetof`` formats a constant offset expression from ``{t}`` (struct) and ``{m}``
+    (member)."""
     structs: list[ir.StructType] = []
     _nested_structs(params, structs)
     out = ""
@@ -63,7 +66,8 @@ def params_decls(params: ir.StructType) -> str:
             out += f"  {_field_decl(f.type, member(f.name))};\n"
         out += "};\n"
         for f in lay.fields:  # type: ignore[attr-defined]
-            out += (f"static_assert(__builtin_offsetof({name}, {member(f.name)}) == {f.offset}, "
+            off = offsetof.format(t=name, m=member(f.name))
+            out += (f"static_assert({off} == {f.offset}, "
                     f"\"params ABI: {lay.name}.{f.name} offset\");\n")  # type: ignore[attr-defined]
         out += (f"static_assert(sizeof({name}) == {lay.size}, "  # type: ignore[attr-defined]
                 f"\"params ABI: sizeof {lay.name}\");\n"  # type: ignore[attr-defined]

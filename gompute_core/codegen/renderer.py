@@ -64,6 +64,8 @@ class CRenderer:
     grid_dim: ClassVar[str] = "gridDim.x"
     restrict: ClassVar[str] = "__restrict__ "
     unroll_pragma: ClassVar[str] = "#pragma unroll"
+    #: a constant expression for a member's offset, from ``{t}`` (struct) and ``{m}`` (member).
+    offsetof: ClassVar[str] = "__builtin_offsetof({t}, {m})"
     #: integer vector types by byte width, for vectorized loads and stores.
     vector_types: ClassVar[dict[int, str]] = {
         16: "uint4", 8: "uint2", 4: "unsigned int", 2: "unsigned short", 1: "unsigned char",
@@ -141,6 +143,6 @@ class CRenderer:
             parts.append(self.half_prelude)
         parts.append("".join(self._helpers.values()))
         if kir.params is not None:
-            parts.append(params_decls(kir.params))
+            parts.append(params_decls(kir.params, self.offsetof))
         parts += [functions, entry]
         return "\n".join(p for p in parts if p)

@@ -21,7 +21,7 @@ from gompute_core.ir.kernel import KernelIR
 from gompute_core.plugins.records import Artifact
 from gompute_core.runtime.diskcache import DiskCache
 
-from .nvrtc import load_nvrtc, parse_arch
+from .nvrtc import identify, load_nvrtc, parse_arch
 from .renderer import CUDARenderer
 
 RENDERER_VERSION = "cuda-renderer/1"
@@ -80,14 +80,14 @@ def compile_kernel(kir: KernelIR, arch: str, options: tuple[str, ...] = ()) -> A
     """Render and compile ``kir`` for ``arch`` (e.g. ``"sm_90"``), using both caches."""
     arch_n = parse_arch(arch)
     opts = DEFAULT_OPTIONS + tuple(options)
+    nvcc = None
     try:
-        nvrtc = load_nvrtc()
-        compiler, nvcc = nvrtc.name, None
+        compiler = identify(str(_disk.directory))
     except BackendUnavailable as exc:
         nvcc = find_nvcc()
         if nvcc is None:
             raise BackendUnavailable(f"no CUDA compiler: {exc}; no nvcc on PATH either") from None
-        nvrtc, compiler = None, _nvcc_version(nvcc)
+        compiler = _nvcc_version(nvcc)
     key = (compiler, f"sm_{arch_n}", " ".join(opts), RENDERER_VERSION, kir.digest())
     with _memory_lock:
         hit = _memory.get(key)
@@ -96,11 +96,11 @@ def compile_kernel(kir: KernelIR, arch: str, options: tuple[str, ...] = ()) -> A
     art = _disk.get(key)
     if art is None:
         source = CUDARenderer().render(kir)
-        if nvrtc is not None:
-            img = nvrtc.compile(source, kir.name, arch_n, opts)
+        if nvcc is None:
+            img = load_nvrtc().compile(source, kir.name, arch_n, opts)
             image, fmt, target = img.image, img.format, img.target
         else:
-            image, fmt, target = _nvcc_compile(nvcc, source, kir.name, arch_n, opts)  # type: ignore[arg-type]
+            image, fmt, target = _nvcc_compile(nvcc, source, kir.name, arch_n, opts)
         art = Artifact(backend="cuda", image=image, format=fmt, entry=kir.name,
                        target=f"sm_{arch_n}", source=source, compiler=compiler,
                        digest=kir.digest(), kind=kir.kind,

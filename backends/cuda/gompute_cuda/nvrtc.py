@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ctypes
 import glob
+import hashlib
 import os
 import re
 import sys
@@ -134,6 +135,7 @@ def load_nvrtc() -> NVRTC:
                 if os.sep in path and not os.path.exists(path):
                     continue
                 try:
+                    _preload_builtins(path)
                     _loaded = NVRTC(ctypes.CDLL(path), path)
                     return _loaded
                 except OSError as exc:
@@ -142,6 +144,48 @@ def load_nvrtc() -> NVRTC:
                         "nvidia-cuda-nvrtc, or install the CUDA toolkit); tried: "
                         + "; ".join(tried or _SONAMES))
         raise BackendUnavailable(_failure)
+
+
+def identify(memo_dir: str) -> str:
+    """``"nvrtc X.Y"`` of the library :func:`load_nvrtc` would load, without loading it when
+    a memo in ``memo_dir`` (keyed by the file's path, size and mtime) already says; so a
+    disk-cache hit in a new process costs a ``stat``, not a ``dlopen``."""
+    if _loaded is not None:
+        return _loaded.name
+    path = next((p for p in candidate_paths() if os.sep in p and os.path.exists(p)), None)
+    if path is None:
+        return load_nvrtc().name
+    st = os.stat(path)
+    key = f"{os.path.realpath(path)}|{st.st_size}|{st.st_mtime_ns}"
+    memo = os.path.join(memo_dir, "nvrtc-" + hashlib.sha256(key.encode()).hexdigest()[:32])
+    try:
+        with open(memo) as f:
+            return f.read().strip()
+    except OSError:
+        pass
+    name = load_nvrtc().name
+    try:
+        os.makedirs(memo_dir, exist_ok=True)
+        tmp = f"{memo}.{os.getpid()}.tmp"
+        with open(tmp, "w") as f:
+            f.write(name)
+        os.replace(tmp, memo)
+    except OSError:
+        pass
+    return name
+
+
+def _preload_builtins(path: str) -> None:
+    """Load ``libnvrtc-builtins`` from NVRTC's own folder first: NVRTC opens it by name at
+    compile time, which fails when that folder is not on the loader's path (wheels)."""
+    if os.sep not in path:
+        return
+    for lib in sorted(glob.glob(os.path.join(os.path.dirname(path), "libnvrtc-builtins.so*"))):
+        if ".alt." not in lib:
+            try:
+                ctypes.CDLL(lib, mode=ctypes.RTLD_GLOBAL)
+            except OSError:
+                continue
 
 
 def parse_arch(arch: str) -> int:
