@@ -226,11 +226,13 @@ def _language_entries() -> list[Entry]:
     out.append(Entry("casts_i32", "map_to", (("In", np.int32), ("Out", np.float64)),
                      k.COEF[np.float64], k.explicit_casts,
                      extra_types=(np.float32, np.int16, np.int64, np.uint8)))
-    every = tuple(SCALAR_TYPES)
+    every = tuple(t for t in SCALAR_TYPES if t is not np.float16)
     out.append(Entry("params_ints", "map_indexed", (("T", np.uint64),), kp.AllScalars,
                      kp.all_ints, extra_types=every))
     out.append(Entry("params_floats", "map_indexed", (("T", np.float64),), kp.AllScalars,
                      kp.all_floats, extra_types=every))
+    out.append(Entry("params_halves", "map_indexed", (("T", np.float32),), kp.Halves,
+                     kp.half_fields, extra_types=(np.float16, np.uint8)))
     out.append(Entry("params_nested", "map_indexed", (("T", np.float32),), kp.Outer,
                      kp.nested, extra_types=(np.uint8, np.float64, np.int16, np.bool_)))
     out.append(Entry("params_boundary", "map", (("T", np.float32),), kp.Polar, kp.rotate))
