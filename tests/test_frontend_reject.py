@@ -93,6 +93,11 @@ def k_print(x):
     return x
 
 
+def k_bare_expr(x):
+    x + 1
+    return x
+
+
 def k_import(x):
     import os  # noqa: F401
 
@@ -266,7 +271,7 @@ CASES = [
     (k_with, [i32], "with statement", "with open"),
     (k_listcomp, [i32], "list comprehension", "y = [x for"),
     (k_lambda, [i32], "lambda", "f = lambda"),
-    (k_yield, [i32], "expression statement", "yield x"),
+    (k_yield, [i32], "yield is not supported", "yield x"),
     (k_global, [i32], "global", "global SOMETHING"),
     (k_fstring, [i32], "f-string", 's = f"'),
     (k_string, [i32], "string constant", 'return "text"'),
@@ -277,7 +282,8 @@ CASES = [
     (k_keyword, [i32], "keyword arguments", "helper(x, v=1)"),
     (k_attr_number, [i32], "attribute access '.real'", "x.real"),
     (k_unknown_call, [f32], "unknown function 'math.sqrt'", "math.sqrt(x)"),
-    (k_print, [i32], "expression statement", "    print(x)"),
+    (k_print, [i32], "a call of 'print' as a statement", "    print(x)"),
+    (k_bare_expr, [i32], "expression statement", "    x + 1"),
     (k_import, [i32], "import", "import os"),
     (k_del, [i32], "del", "del y"),
     (k_assert, [i32], "assert", "assert x > 0"),

@@ -204,8 +204,15 @@ def _loop_jump(ctx: FnContext, node: ast.stmt) -> list[Stmt]:
 
 
 def _expr_stmt(ctx: FnContext, node: ast.Expr) -> list[Stmt]:
-    if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+    value = node.value
+    if isinstance(value, ast.Constant) and isinstance(value.value, str):
         return []  # a docstring or comment string
+    if isinstance(value, (ast.Yield, ast.YieldFrom, ast.Await)):
+        return reject(ctx, value)
+    if isinstance(value, ast.Call):
+        return reject(ctx, node, f"a call of '{ast.unparse(value.func)}' as a statement (its "
+                                 "result is unused; kernels have no side effects such as "
+                                 "printing)")
     return reject(ctx, node, "an expression statement (its value is unused)")
 
 
