@@ -43,6 +43,9 @@ struct gp_cuda_half {
   }
 };
 #define _Float16 gp_cuda_half
+// __builtin_offsetof (clang's, in the params static_asserts): NVRTC 13.0's front end lacks
+// it; __INTADDR__ is the constant-folding address builtin its own offsetof expands to.
+#define __builtin_offsetof(t, m) __INTADDR__(&(((t*)0)->m))
 """
 """Prepended to HIP source for NVRTC. threadIdx/blockIdx/blockDim/gridDim, __syncthreads,
 __shared__, __launch_bounds__ and the vector types are spelled alike in HIP and CUDA."""
