@@ -422,3 +422,18 @@ def test_bad_arg_types_are_invalid_argument():
         lower(lambda x: x, [f32], None, "1k")
     with pytest.raises(InvalidArgument, match="return type"):
         lower(lambda x: x, [f32], "f32", "k")
+
+
+def test_helper_names_never_collide():
+    def sq(v):
+        return v * v
+
+    def sq_2(v):
+        return v + v
+
+    def k(x):
+        return sq(x) + sq(1.5) + sq_2(x)
+
+    fns = lower(k, [f32], None, "k")
+    names = [f.name for f in fns]
+    assert len(set(names)) == len(names) == 4

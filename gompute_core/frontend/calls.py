@@ -43,14 +43,14 @@ def lower_call(ctx: FnContext, node: ast.Call) -> Value:
     obj = func.obj
     if obj is builtins.range:
         ctx.fail(node, "range() is only allowed as the iterable of a for loop", "Call")
-    if obj in (builtins.bool, builtins.int, builtins.float):
+    if obj is builtins.bool or obj is builtins.int or obj is builtins.float:
         return _python_conversion(ctx, node, obj, text)
     scalar = as_scalar_type(obj) if isinstance(obj, type) else None
     if scalar is not None:
         return _cast(ctx, node, scalar, text)
     if obj is builtins.abs:
         return _abs(ctx, node)
-    if obj in (builtins.min, builtins.max):
+    if obj is builtins.min or obj is builtins.max:
         return _min_max(ctx, node, "min" if obj is builtins.min else "max")
     intrinsic = intrinsic_of(obj)
     if intrinsic is not None:
@@ -90,7 +90,7 @@ def _cast(ctx: FnContext, node: ast.Call, t: type, text: str) -> Value:
         return materialize(ctx.typing(node, ops.truth, v))
     if v.is_weak_const:
         return Value(ctx.typing(node, const_of, v.py, t))
-    if v.type is np.bool_ or v.type is not t:
+    if v.type is not t:
         return Value(Cast(v.expr, t))
     return Value(v.expr)
 

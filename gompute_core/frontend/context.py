@@ -45,17 +45,21 @@ class Program:
     functions: dict[str, Function] = field(default_factory=dict)
     specializations: dict[tuple[Any, ...], Specialization] = field(default_factory=dict)
     stack: list[Any] = field(default_factory=list)
-    name_counts: dict[str, int] = field(default_factory=dict)
+    issued: set[str] = field(default_factory=set)
 
     def helper_name(self, py_name: str) -> str:
-        """A fresh IR name for a helper specialization."""
+        """A fresh IR name for a helper specialization: ``<main>_<py_name>``, then ``_2``,
+        ``_3``, ... (never one issued before, whatever the Python names)."""
         clean = "".join(c if c.isascii() and (c.isalnum() or c == "_") else "_" for c in py_name)
         base = f"{self.main_name}_{clean.strip('_') or 'fn'}"
         while "__" in base:
             base = base.replace("__", "_")
-        k = self.name_counts.get(base, 0) + 1
-        self.name_counts[base] = k
-        return base if k == 1 else f"{base}_{k}"
+        name, k = base, 1
+        while name in self.issued or name == self.main_name:
+            k += 1
+            name = f"{base}_{k}"
+        self.issued.add(name)
+        return name
 
 
 class Unresolved(Exception):
@@ -83,7 +87,6 @@ class FnContext:
     ret: Ty | None
     emit: bool = False
     returns: list[Ty] = field(default_factory=list)
-    assigned: set[str] = field(default_factory=set)
     loop_depth: int = 0
     defined: set[str] = field(default_factory=set)
     lower_helper: Callable[..., Specialization] | None = None
@@ -102,7 +105,7 @@ class FnContext:
 
     # -- variables ----------------------------------------------------------------------
     def record_assignment(self, node: ast.AST, name: str, ty: Ty) -> None:
-        """Join ``ty`` into the local's type (collect passes) and mark it assigned."""
+        """Join ``ty`` into the local's type."""
         old = self.var_types.get(name)
         if old is None:
             self.var_types[name] = ty
@@ -112,7 +115,6 @@ class FnContext:
             except TypingError as exc:
                 self.fail(node, f"variable '{name}' is assigned incompatible values: {exc}",
                           "Assign")
-        self.assigned.add(name)
 
     def local_type(self, node: ast.AST, name: str) -> Ty:
         """The declared type of a local, or Unresolved/KernelSyntaxError if it has none."""

@@ -20,8 +20,6 @@ from .source import FunctionSource, parse_function
 from .statements import always_returns, lower_block
 from .values import Ty, TypingError, Value, coerce, join
 
-MAX_PASSES = 32
-
 
 def _body(src: FunctionSource) -> list[ast.stmt]:
     node = src.node
@@ -82,7 +80,7 @@ def lower_function(program: Program, src: FunctionSource, arg_tys: Sequence[Ty |
     initial = {n: p.ty for n, p in params.items() if n in local_names and p.ty is not None}
     var_types: dict[str, Ty] = dict(initial)
     returns: Ty | None = None
-    for _ in range(MAX_PASSES):
+    while True:  # terminates: types only move up a finite lattice
         ctx = context(var_types, False, None)
         lower_block(ctx, body)
         new_returns = _join_returns(ctx, ctx.returns)
