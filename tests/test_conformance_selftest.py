@@ -1,0 +1,191 @@
+"""The conformance suite tested: its comparisons, its plugin, and that it catches broken backends.
+
+A "mutant" backend registered in-process reuses the CPU backend's compiler
+and device but corrupts results (the last output element's lowest bit, or
+the last element of a reduction); the suite, run with pytester against it,
+must fail exactly where the corruption shows. The same backend declares
+``f64`` unsupported and no ``scatter`` kind, and the suite must deselect those
+tests (not skip them by name).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import sys
+from typing import Any
+
+import numpy as np
+import pytest
+
+from gompute_core.plugins import manager
+from gompute_core.plugins.records import Availability, BackendInfo, CompileRequest
+from gompute_core.testing._support import (
+    assert_bits,
+    sum_tolerance,
+    ulp_distance,
+    values,
+    with_payload_nans,
+)
+
+pytest_plugins = ["pytester"]
+
+pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestAssertRewriteWarning")
+
+
+# ---------------------------------------------------------------- comparisons
+def test_assert_bits_sees_signed_zero_and_payloads() -> None:
+    """-0.0 differs from 0.0; computed NaNs match any NaN unless payloads are required."""
+    with pytest.raises(pytest.fail.Exception, match="1 of 2"):
+        assert_bits(np.array([1.0, 0.0], np.float32), np.array([1.0, -0.0], np.float32))
+    a = with_payload_nans(np.zeros(4, np.float64), np.random.default_rng(1))
+    b = np.full(4, np.nan)
+    assert_bits(a, b)
+    with pytest.raises(pytest.fail.Exception, match="differ"):
+        assert_bits(a, b, nan_payload=True)
+
+
+def test_ulp_distance() -> None:
+    """Adjacent floats are 1 ulp apart across zero and at the extremes; NaN-to-NaN is 0."""
+    x = np.array([1.0, 0.0, -0.0, np.finfo(np.float32).max, np.nan], np.float32)
+    y = np.array([np.nextafter(np.float32(1), np.float32(2)), -0.0, np.float32(1e-45),
+                  np.inf, np.nan], np.float32)
+    assert ulp_distance(x, y).tolist() == [1.0, 0.0, 1.0, 1.0, 0.0]
+
+
+def test_sum_tolerance_holds_for_naive_order() -> None:
+    """Left-to-right f32 summation stays inside the documented bound."""
+    v = values(np.float32, 5000, np.random.default_rng(2), lo=-10, hi=10)
+    acc = np.float32(0)
+    for x in v:
+        acc = np.float32(acc + x)
+    exact, bound = sum_tolerance(v)
+    assert abs(float(acc) - exact) <= bound
+    assert bound < 1e-2 * float(np.abs(v).sum())
+
+
+def test_values_cover_edges() -> None:
+    """Integer data starts with 0, 1, max, min; float data with +-0, +-inf and NaN on request."""
+    ints = values(np.uint64, 10, np.random.default_rng(3))
+    assert ints[:4].tolist() == [0, 1, 2 ** 64 - 1, 0]
+    floats = values(np.float64, 14, np.random.default_rng(3), nan=True)
+    assert np.signbit(floats[1]) and np.isinf(floats[4]) and np.isnan(floats).any()
+
+
+def test_plugin_import_is_light() -> None:
+    """The pytest11 module loads in every pytest run: it must not import numba or the registry."""
+    code = ("import sys, gompute_core.testing.plugin; "
+            "bad = [m for m in ('numba', 'gompute_core.plugins.manager', 'gompute_core.specs') "
+            "if m in sys.modules]; print(bad); sys.exit(1 if bad else 0)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+# ---------------------------------------------------------------- a mutant backend
+class _MutantProgram:
+    """Delegates to a CPU program, then corrupts what ``run`` produced."""
+
+    def __init__(self, inner: Any, kind: str) -> None:
+        self._inner = inner
+        self.kind = kind
+        self.stream = inner.stream
+        self.launch = inner.launch
+
+    def run(self, *args: Any) -> Any:
+        if self.kind == "reduce":
+            data = args[0]
+            return self._inner.run(data[:-1] if data.size > 1 else data, *args[1:])
+        self._inner.run(*args)
+        out = {"map": 0, "map_indexed": 0, "gather": 2, "scatter": 2}.get(self.kind)
+        arr = args[out] if out is not None else args[-2]
+        if arr.size:
+            raw = arr.view(np.uint8)
+            raw[-arr.dtype.itemsize] ^= 1
+        return None
+
+
+class _MutantDevice:
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self.backend = "mutant"
+        self.ordinal = 0
+        self.arch = inner.arch
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def program(self, artifact: Any, kernel: Any) -> _MutantProgram:
+        return _MutantProgram(self._inner.program(artifact, kernel), kernel.kind)
+
+
+class _MutantPlugin:
+    """The CPU backend under another name, with a corrupting program and fewer capabilities."""
+
+    @manager.hookimpl
+    def gompute_backend_info(self) -> BackendInfo:
+        return BackendInfo(name="mutant", version="0", api_version=1, priority=1,
+                           kinds=("map", "map_to", "zip", "map_indexed", "reduce", "gather"),
+                           unsupported_types=("f16", "f64"))
+
+    @manager.hookimpl
+    def gompute_probe(self, backend: str) -> Availability | None:
+        return Availability("mutant", True) if backend == "mutant" else None
+
+    @manager.hookimpl
+    def gompute_compile(self, request: CompileRequest) -> Any:
+        if request.backend != "mutant":
+            return None
+        return manager.compile_artifact(dataclasses.replace(request, backend="cpu"))
+
+    @manager.hookimpl
+    def gompute_device(self, backend: str, ordinal: int) -> Any:
+        if backend != "mutant":
+            return None
+        return _MutantDevice(manager.open_device("cpu", ordinal))
+
+
+@pytest.fixture()
+def mutant() -> Any:
+    """The registry with the installed backends plus ``mutant``."""
+    pytest.importorskip("gompute_cpu")
+    with manager.isolated(discover=True):
+        manager.register(_MutantPlugin(), "mutant")
+        yield
+
+
+def _run_suite(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return pytester.runpytest_inprocess("--pyargs", "gompute_core.testing", "-p",
+                                        "no:cacheprovider", *args)
+
+
+def test_suite_catches_a_corrupting_backend(pytester: pytest.Pytester, mutant: Any) -> None:
+    """Every corrupted result fails; empty inputs (nothing to corrupt) pass."""
+    result = _run_suite(pytester, "--gompute-backend=mutant", "-q",
+                        "-k", "(test_map and map_i32-) or (test_reduce and sum_i64-)")
+    outcomes = result.parseoutcomes()
+    result.stdout.fnmatch_lines(["*FAILED*test_map?map_i32-1?*",
+                                 "*FAILED*test_reduce?sum_i64-2^20+3?*"])
+    assert outcomes.get("passed", 0) >= 2  # map_i32-0 and sum_i64-0/1
+    assert outcomes.get("failed", 0) >= 10
+
+
+def test_suite_deselects_what_the_backend_declares(pytester: pytest.Pytester,
+                                                   mutant: Any) -> None:
+    """Unsupported types (also inside params or bodies) and kinds are deselected."""
+    result = _run_suite(pytester, "--gompute-backend=mutant", "--collect-only", "-q")
+    text = result.stdout.str()
+    assert "test_map[map_f32-1]" in text
+    for gone in ("test_map[map_f64-1]", "test_scatter[", "test_weak_float_and_casts[casts_i32]",
+                 "test_map[map_f16-1]", "test_float_ops[floatops_f64-"):
+        assert gone not in text, gone
+    assert "deselected" in text
+    assert "unsupported types f16, f64" in text
+
+
+def test_unknown_backend_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    """A backend name nobody installed stops the run and lists what is installed."""
+    result = _run_suite(pytester, "--gompute-backend=no_such_backend", "--collect-only",
+                        "-k", "test_map and map_i32-1")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "no_such_backend" in result.stderr.str() + result.stdout.str()
