@@ -9,6 +9,7 @@ import pytest
 from test_frontend_support import SCALE, f32, f64, i32, i64, line_of, nodes_of, u8, u64
 
 import gompute_core as g
+from gompute_core.errors import KernelSyntaxError
 from gompute_core.frontend import lower
 from gompute_core.ir.nodes import (
     Binary,
@@ -437,3 +438,20 @@ def test_helper_names_never_collide():
     fns = lower(k, [f32], None, "k")
     names = [f.name for f in fns]
     assert len(set(names)) == len(names) == 4
+
+
+def test_helper_first_seen_with_a_narrower_type_is_not_an_error():
+    def bump(v):
+        return v ** -1  # fine for floats; an error for integers
+
+    def k(x):
+        acc = 0
+        for _ in range(3):
+            acc = bump(acc + x)
+        return acc
+
+    fns = lower(k, [f32], None, "k")
+    assert [f.name for f in fns] == ["k_bump", "k"]  # only the final specialization
+    assert fns[0].args == (("v", f32),)
+    with pytest.raises(KernelSyntaxError, match="negative constant"):
+        lower(k, [i32], None, "k")

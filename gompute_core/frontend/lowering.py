@@ -89,6 +89,7 @@ def lower_function(program: Program, src: FunctionSource, arg_tys: Sequence[Ty |
         var_types, returns = ctx.var_types, new_returns
     ret_ty = ret if ret is not None else returns
     if ret_ty is None:
+        lower_block(context(var_types, True, None), body)  # reports an error hidden in collect
         fail_at(src, src.node, f"kernel function '{src.name}' never returns a value", "Return")
     ctx = context(var_types, True, ret_ty)
     stmts = lower_block(ctx, body)

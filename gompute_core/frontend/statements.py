@@ -12,6 +12,7 @@ import builtins
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ..errors import KernelSyntaxError
 from ..ir.nodes import Assign, Break, Const, Continue, ForRange, If, Return, Stmt, While
 from ..types import i64, is_int
 from . import ops
@@ -35,10 +36,16 @@ def lower_block(ctx: FnContext, body: Sequence[ast.stmt]) -> tuple[Stmt, ...]:
 
 
 def _value_or_unresolved(ctx: FnContext, node: ast.expr) -> Value | None:
-    """Lower an expression; in collect passes a not-yet-typed local gives None."""
+    """Lower an expression; in collect passes a not-yet-typed local gives None, and so does
+    an error: types are still growing there, so the emit pass reports the errors that
+    remain with the final types (a helper first called with a narrower type, say)."""
     try:
         return lower_expr(ctx, node)
     except Unresolved:
+        return None
+    except KernelSyntaxError:
+        if ctx.emit:
+            raise
         return None
 
 
