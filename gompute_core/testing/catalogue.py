@@ -38,7 +38,8 @@ class Entry:
     reduce presets. ``types`` maps roles (``T``, ``In``, ``Out``, ``A``, ``B``,
     ``Idx``) to scalar types; ``extra_types`` lists further types the body or
     the params use, so a backend that cannot run one of them never sees it.
-    ``fn`` is the element function (the combine for ``reduce``). ``group``
+    ``fn`` is the element function (the combine for ``reduce``); ``ctor``
+    names another constructor for the kind (``"map_fn"``). ``group``
     says which part of the suite runs it (``kinds``: every kind over every
     type at every edge size; ``language``: kernel-language semantics,
     params shapes and fusion).
@@ -54,6 +55,7 @@ class Entry:
     block_size: int = 256
     extra_types: tuple[type, ...] = field(default=())
     group: str = "kinds"
+    ctor: str = ""
 
     @property
     def name(self) -> str:
@@ -87,6 +89,8 @@ def _build(e: Entry) -> Any:
     import gompute_core as g
 
     bs = {"block_size": e.block_size}
+    if e.ctor == "map_fn":
+        return g.map_fn(e.name, e.fn, **bs)
     if e.kind in ("map", "map_indexed"):
         ctor = g.map if e.kind == "map" else g.map_indexed
         return ctor(e.name, e.t(), e.params, e.fn, **bs)
@@ -235,6 +239,9 @@ def _language_entries() -> list[Entry]:
                      kp.half_fields, extra_types=(np.float16, np.uint8)))
     out.append(Entry("params_nested", "map_indexed", (("T", np.float32),), kp.Outer,
                      kp.nested, extra_types=(np.uint8, np.float64, np.int16, np.bool_)))
+    out.append(Entry("mapfn_f32", "map", (("T", np.float32),), k.COEF[np.float32],
+                     k.annotated, ctor="map_fn"))
+    out.append(Entry("noparams_i16", "map", (("T", np.int16),), None, k.no_params))
     out.append(Entry("params_boundary", "map", (("T", np.float32),), kp.Polar, kp.rotate))
     for t in (np.float32, np.float64, np.float16, np.int32, np.uint8, np.int64):
         out.append(Entry(f"fused_{_s(t)}", "map", (("T", t),), k.COEF[t],

@@ -86,6 +86,16 @@ def idx_to_float(x, i, p):
     return g.f32(i) + x * p.a
 
 
+def annotated(x: np.float32, p: COEF[np.float32]) -> np.float32:
+    """A ``g.map_fn`` kernel: T and P come from the annotations."""
+    return x * p.a - p.b
+
+
+def no_params(x):
+    """A map with ``P=None``: the function takes the value only."""
+    return x * 3 - 1 if x > 0 else -x
+
+
 def first_nonzero(a, b):
     """An associative, NOT commutative combine: the first non-zero element in order."""
     return a if a != 0 else b

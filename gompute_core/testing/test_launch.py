@@ -203,3 +203,15 @@ def test_partial_upload_download(gompute_kernels: Any) -> None:
     buf.free()
     want = np.concatenate([np.arange(16), np.zeros(16), np.full(32, 255)]).astype(np.uint8)
     assert_bits(back, want, context="partial upload/download")
+
+
+@pytest.mark.parametrize("e", cases([entry("map_f32"), entry("sum_i64"), entry("gather_u8_u16")]))
+def test_compile_artifact(e: Entry, gompute_backend: str) -> None:
+    """``g.compile`` returns this backend's Artifact for the spec's IR (no device work)."""
+    spec = e.spec()
+    art = g.compile(spec, gompute_backend)
+    assert isinstance(art, g.Artifact)
+    assert art.backend == gompute_backend
+    assert isinstance(art.image, bytes) and art.image
+    assert art.format and art.target and spec.name in art.entry
+    assert art.digest in ("", spec.lower().digest())

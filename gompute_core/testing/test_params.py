@@ -115,6 +115,39 @@ def test_custom_boundary(e: Entry, theta: float, gompute_kernels: Any) -> None:
     assert_bits(data, want, context=f"{e.name} theta={theta}")
 
 
+@pytest.mark.parametrize("e", cases([entry("mapfn_f32")]))
+def test_map_fn(e: Entry, gompute_kernels: Any) -> None:
+    """``g.map_fn``: value and params types read from the annotations."""
+    kern = gompute_kernels.get(e)
+    spec = e.spec()
+    assert (spec.kind, spec.T, spec.params) == ("map", np.float32, e.params)
+    rng = rng_for(e.key)
+    data = values(np.float32, N, rng, nan=True)
+    p = coef(np.float32, rng)
+    before = data.copy()
+    kern.run(data, p)
+    check_elementwise(data, e.fn, [before], [p], np.float32, vectorized=True, context=e.name)
+
+
+@pytest.mark.parametrize("e", cases([entry("noparams_i16")]))
+def test_no_params(e: Entry, gompute_kernels: Any) -> None:
+    """``P=None``: ``run(data)`` and ``launch(buf, n, None)``; the function takes no ``p``."""
+    kern = gompute_kernels.get(e)
+    rng = rng_for(e.key)
+    data = values(np.int16, N, rng)
+    before = data.copy()
+    kern.run(data)
+    check_elementwise(data, e.fn, [before], [], np.int16, vectorized=False, context=e.name)
+    buf = kern.alloc(N)
+    buf.upload(before)
+    kern.launch(buf, N, None)
+    kern.context.synchronize()
+    got = np.empty_like(before)
+    buf.download(got)
+    buf.free()
+    assert_bits(got, data, context=f"{e.name}: launch differs from run")
+
+
 FUSED = [e for e in entries().values() if e.key.startswith("fused_")]
 
 
