@@ -30,7 +30,7 @@ from .helpers import helper_source
 from .params import is_aggregate, leaves
 from .render import FunctionRenderer, const, tname
 
-RENDERER_VERSION = 1
+RENDERER_VERSION = 2
 """Bumped whenever the rendered code changes meaning (it is part of the source, hence the cache)."""
 
 _HEADER = f"""\
@@ -81,26 +81,26 @@ def _map_loops(kir: KernelIR, P: list[str]) -> str:
 def _reduce_loops(kir: KernelIR, P: list[str]) -> str:
     T = kir.value_type("T")
     comb = kir.function(kir.element or "")
-    x = "data[i]" if kir.pre is None else _call(kir.function(kir.pre), ["data[i]"], P)
+    x = "x[i]" if kir.pre is None else _call(kir.function(kir.pre), ["x[i]"], P)
     ident = const(kir.identity.value if kir.identity is not None else 0, T)
     fold_opts = "_REASSOC" if kir.reassociate else "_OPT"
-    sig = ", ".join(["data", "lo", "hi", *P])
-    ps = ", ".join(P)
-    tail = f", {ps}" if P else ""
-    lo_hi = "b * n // blocks, (b + 1) * n // blocks"
+    tail = "".join(f", {q}" for q in P)
+    chunk = "data[b * n // blocks:(b + 1) * n // blocks]"
+    # k_fold takes a slice and counts from 0: with a variable start, numba's negative-index
+    # wraparound keeps LLVM from proving the index non-negative, and the loop stays scalar
     return (
-        f"@njit(**{fold_opts})\ndef k_fold({sig}):\n    acc = {ident}\n"
-        f"    for i in range(lo, hi):\n        acc = {_call(comb, ['acc', x], P)}\n"
+        f"@njit(**{fold_opts})\ndef k_fold(x{tail}):\n    acc = {ident}\n"
+        f"    for i in range(x.shape[0]):\n        acc = {_call(comb, ['acc', x], P)}\n"
         f"    return acc\n\n\n"
         f"@njit(**_OPT)\ndef k_serial(data, n{tail}):\n"
-        f"    return k_fold(data, 0, n{tail})\n\n\n"
+        f"    return k_fold(data[:n]{tail})\n\n\n"
         f"@njit(**_OPT)\ndef k_blocks(data, n, partials, blocks{tail}):\n"
-        f"    for b in range(blocks):\n        partials[b] = k_fold(data, {lo_hi}{tail})\n\n\n"
+        f"    for b in range(blocks):\n        partials[b] = k_fold({chunk}{tail})\n\n\n"
         f"@njit(**_PAR)\ndef k_blocks_parallel(data, n, partials, blocks{tail}):\n"
-        f"    for b in prange(blocks):\n        partials[b] = k_fold(data, {lo_hi}{tail})\n\n\n"
+        f"    for b in prange(blocks):\n        partials[b] = k_fold({chunk}{tail})\n\n\n"
         f"@njit(**_PAR)\ndef k_parallel(data, n, blocks{tail}):\n"
         f"    partials = np.empty(blocks, {tname(T)})\n"
-        f"    for b in prange(blocks):\n        partials[b] = k_fold(data, {lo_hi}{tail})\n"
+        f"    for b in prange(blocks):\n        partials[b] = k_fold({chunk}{tail})\n"
         f"    acc = {ident}\n"
         f"    for b in range(blocks):\n        acc = {_call(comb, ['acc', 'partials[b]'], P)}\n"
         f"    return acc\n")

@@ -124,8 +124,8 @@ class CpuProgram:
     def _launch_reduce(self, data: Any, n: Any, partials: Any, blocks: Any,
                        p: Any = None) -> None:
         n, blocks = self._count(n), operator.index(blocks)
-        if blocks < 1:
-            raise InvalidArgument(f"launch: blocks must be at least 1, got {blocks}")
+        if blocks < (1 if n else 0):
+            raise InvalidArgument(f"launch: {n} elements need at least one block, got {blocks}")
         fn = self._module.k_blocks_parallel if n >= self.threshold else self._module.k_blocks
         fn(self._view(data, "T", n, "data"), n, self._view(partials, "T", blocks, "partials"),
            blocks, *self.params.args(p))
