@@ -440,9 +440,20 @@ def test_helper_names_never_collide():
     assert len(set(names)) == len(names) == 4
 
 
+def test_python_int_to_negative_power_is_a_python_float():
+    def k(x):
+        acc = 2
+        for _ in range(3):
+            acc = acc ** -1
+        return x + acc
+
+    (fn,) = lower(k, [f32], None, "k")
+    assert dict(fn.locals)["acc"] is f64 and fn.ret is f32
+
+
 def test_helper_first_seen_with_a_narrower_type_is_not_an_error():
     def bump(v):
-        return v ** -1  # fine for floats; an error for integers
+        return v ** -1  # fine for floats; an error for NumPy integers
 
     def k(x):
         acc = 0

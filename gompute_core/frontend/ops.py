@@ -90,8 +90,7 @@ def binary(op: str, a: Value, b: Value) -> Value:
         if a.is_weak_const and b.is_weak_const:
             return _fold(op, a, b)
         if op == "pow" and kind == "int" and b.is_weak_const and b.py < 0:  # type: ignore[operator]
-            raise TypingError("integer ** negative constant is not allowed (NumPy raises); "
-                              "use a float base")
+            kind = "float"  # Python: int ** negative int is a float
         t = Ty(WEAK_REPR[kind], kind)  # type: ignore[arg-type]
         return Value(Binary(op, coerce(a, t).expr, coerce(b, t).expr, t.type), t.weak)  # type: ignore[arg-type]
     t = join(a.ty, b.ty).type
