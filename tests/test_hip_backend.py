@@ -190,3 +190,19 @@ def test_kernarg_packer_places_the_packed_params() -> None:
     assert len(packed) == layout.size
     assert packed[:16] == struct.pack("<QQ", 0x1122334455667788, 99)
     assert packed[p_slot.offset:p_slot.offset + 8] == struct.pack("<ff", 2.5, -3.0)
+
+
+def test_runtime_older_than_hip_python_is_reported_not_a_segfault() -> None:
+    """hip-python 6.x resolves hipGetDevicePropertiesR0600; ROCm 5.2 lacks it, and calling
+    through the NULL pointer would crash: the backend checks the export first."""
+    try:
+        libs.hip()
+    except BackendUnavailable as exc:
+        pytest.skip(str(exc))
+    libs.require_hip_symbol("hipMalloc")
+    from gompute_hip.compiler import compiler_version
+
+    if not libs.hip_python_version().startswith("6.2.") or "HIP 5.2." not in compiler_version():
+        pytest.skip("the mismatch is specific to hip-python 6.2 on ROCm 5.2")
+    with pytest.raises(BackendUnavailable, match="hipGetDevicePropertiesR0600"):
+        libs.require_hip_symbol("hipGetDevicePropertiesR0600")

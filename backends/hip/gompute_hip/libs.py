@@ -134,3 +134,31 @@ def hip() -> ModuleType:
     from hip import hip as module
 
     return module
+
+
+def hip_python_version() -> str:
+    """The installed hip-python's version (``"6.2.0.499.16"``), or ``""`` when absent."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("hip-python")
+    except PackageNotFoundError:
+        return ""
+
+
+def require_hip_symbol(symbol: str) -> None:
+    """Raise ``BackendUnavailable`` unless the HIP runtime library exports ``symbol``.
+
+    hip-python resolves each function on first call and calls through a NULL
+    pointer when the symbol is absent (a segfault), e.g. hip-python 6.x's
+    ``hipGetDevicePropertiesR0600`` against ROCm 5.2's ``libamdhip64``; this
+    check turns that into a message naming both versions.
+    """
+    found = find_library(HIP_LIB)
+    if found.path is None:
+        raise BackendUnavailable(f"HIP runtime unavailable: {found.describe_missing()}")
+    if not hasattr(ctypes.CDLL(found.path), symbol):
+        raise BackendUnavailable(
+            f"hip-python {hip_python_version()} calls {symbol}, which {found.path} does not "
+            f"export: the HIP runtime is older than hip-python expects; install ROCm and "
+            f"hip-python of the same version (pip install 'hip-python==<ROCm major.minor>.*')")

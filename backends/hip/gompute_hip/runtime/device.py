@@ -12,6 +12,8 @@ import hashlib
 import threading
 from typing import Any
 
+import numpy as np
+
 from gompute_core.errors import (
     InitFailed,
     InvalidArgument,
@@ -25,7 +27,7 @@ from gompute_core.plugins.records import Artifact, Availability, DeviceInfo
 from .. import libs
 from ..codeobject import read_code_object
 from .errors import SUCCESS, check, code_of, raise_for
-from .memory import HipBuffer, PinnedHostBuffer
+from .memory import HipBuffer, pinned_empty
 from .program import HipModule, HipProgram
 from .streams import HipEvent, HipStream
 
@@ -43,6 +45,10 @@ def _base_arch(arch: str) -> str:
 def list_devices(hip: Any) -> tuple[DeviceInfo, ...]:
     """Every AMD GPU HIP reports (after a successful ``hipInit``)."""
     count = check(hip.hipGetDeviceCount(), "hipGetDeviceCount", NoDevice)
+    if count:
+        major = int(libs.hip_python_version().split(".")[0] or 0)
+        libs.require_hip_symbol("hipGetDevicePropertiesR0600" if major >= 6
+                                else "hipGetDeviceProperties")
     devices = []
     for ordinal in range(int(count)):
         props = hip.hipDeviceProp_t()
@@ -121,9 +127,16 @@ class HipDevice:
         """``nbytes`` bytes of device memory."""
         return HipBuffer(self, nbytes)
 
-    def alloc_pinned(self, nbytes: int) -> PinnedHostBuffer:
-        """``nbytes`` bytes of page-locked host memory."""
-        return PinnedHostBuffer(self, nbytes)
+    def pinned(self, shape: Any, dtype: Any = np.uint8) -> np.ndarray:
+        """A page-locked host array (freed when the array is garbage collected)."""
+        return pinned_empty(self, shape, dtype)
+
+    def fp64_ratio(self) -> float:
+        """FP64 throughput as a fraction of FP32 (1/2 on MI200-class parts, less on RDNA)."""
+        attr = self.hip.hipDeviceAttribute_t.hipDeviceAttributeSingleToDoublePrecisionPerfRatio
+        ratio = int(check(self.hip.hipDeviceGetAttribute(attr, self.ordinal),
+                          "hipDeviceGetAttribute", InitFailed))
+        return 1.0 / ratio if ratio else 0.0
 
     # ---- streams and events ---------------------------------------------------------
     @property
@@ -135,9 +148,9 @@ class HipDevice:
         """A new stream on this device."""
         return HipStream(self)
 
-    def create_event(self) -> HipEvent:
-        """A new timing event on this device."""
-        return HipEvent(self)
+    def create_event(self, timing: bool = True) -> HipEvent:
+        """A new event (with timing unless ``timing=False``)."""
+        return HipEvent(self, timing)
 
     def synchronize(self) -> None:
         """Wait for all work on the device; a device fault raises ``SyncFailed``."""

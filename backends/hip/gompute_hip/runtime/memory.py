@@ -96,16 +96,16 @@ class HipBuffer:
                   CopyFailed)
 
     # ---- asynchronous transfers ---------------------------------------------------------
-    def copy_from_async(self, other: HipBuffer, nbytes: int | None = None,
-                        stream: HipStream | None = None) -> None:
+    def copy_from_async(self, other: HipBuffer, stream: HipStream | None = None,
+                        nbytes: int | None = None) -> None:
         """Enqueue a device-to-device copy on ``stream`` (default: the device's stream)."""
         n, src = self._peer(other, nbytes)
         if n:
             check(self.device.hip.hipMemcpyDtoDAsync(self._addr, src, n, self._stream(stream)),
                   f"hipMemcpyDtoDAsync({n})", CopyFailed)
 
-    def upload_at_async(self, offset: int, host: np.ndarray, nbytes: int | None = None,
-                        stream: HipStream | None = None) -> None:
+    def upload_at_async(self, offset: int, host: np.ndarray, stream: HipStream | None = None,
+                        nbytes: int | None = None) -> None:
         """Enqueue a host-to-device copy (asynchronous only from pinned host memory)."""
         n = _host_bytes(host, nbytes, "upload_at_async", False)
         dst = self._range(offset, n, "upload_at_async")
@@ -113,8 +113,8 @@ class HipBuffer:
             check(self.device.hip.hipMemcpyHtoDAsync(dst, host, n, self._stream(stream)),
                   f"hipMemcpyHtoDAsync({n})", CopyFailed)
 
-    def download_at_async(self, offset: int, host: np.ndarray, nbytes: int | None = None,
-                          stream: HipStream | None = None) -> None:
+    def download_at_async(self, offset: int, host: np.ndarray,
+                          stream: HipStream | None = None, nbytes: int | None = None) -> None:
         """Enqueue a device-to-host copy (asynchronous only into pinned host memory)."""
         n = _host_bytes(host, nbytes, "download_at_async", True)
         src = self._range(offset, n, "download_at_async")
@@ -122,8 +122,8 @@ class HipBuffer:
             check(self.device.hip.hipMemcpyDtoHAsync(host, src, n, self._stream(stream)),
                   f"hipMemcpyDtoHAsync({n})", CopyFailed)
 
-    def fill_async(self, value: int, nbytes: int | None = None,
-                   stream: HipStream | None = None) -> None:
+    def fill_async(self, value: int, stream: HipStream | None = None,
+                   nbytes: int | None = None) -> None:
         """Enqueue setting ``nbytes`` (default all) bytes from offset 0 to ``value`` (0..255)."""
         if not 0 <= int(value) <= 255:
             raise InvalidArgument(f"fill_async: value {value} is not a byte (0..255)")
@@ -157,35 +157,27 @@ class HipBuffer:
             self._addr = 0
 
 
-class PinnedHostBuffer:
-    """Page-locked host memory (``hipHostMalloc``), so async copies really overlap."""
+class _PinnedAllocation:
+    """Owns one ``hipHostMalloc`` block; freed when the last array viewing it goes away."""
 
     def __init__(self, device: HipDevice, nbytes: int) -> None:
-        if not isinstance(nbytes, (int, np.integer)) or nbytes <= 0:
-            raise InvalidArgument(
-                f"alloc_pinned: nbytes must be a positive integer, got {nbytes!r}")
-        self.device = device
-        self.nbytes = int(nbytes)
+        self.hip = device.hip
         device.make_current()
-        ptr = check(device.hip.hipHostMalloc(self.nbytes, 0), f"hipHostMalloc({self.nbytes})",
-                    AllocFailed)
-        self._addr = int(ptr)
-        raw = (ctypes.c_ubyte * self.nbytes).from_address(self._addr)
-        self._bytes: np.ndarray | None = np.frombuffer(raw, dtype=np.uint8)
+        self.addr = int(check(device.hip.hipHostMalloc(nbytes, 0), f"hipHostMalloc({nbytes})",
+                              AllocFailed))
 
-    def array(self, dtype: Any, count: int | None = None) -> np.ndarray:
-        """A NumPy view of the first ``count`` elements of ``dtype`` (default: as many as fit)."""
-        if self._bytes is None:
-            raise InvalidArgument("pinned buffer used after free")
-        dt = np.dtype(dtype)
-        n = self.nbytes // dt.itemsize if count is None else int(count)
-        if n < 0 or n * dt.itemsize > self.nbytes:
-            raise InvalidArgument(f"pinned view of {n} x {dt} exceeds {self.nbytes} bytes")
-        return self._bytes[: n * dt.itemsize].view(dt)
+    def __del__(self) -> None:
+        self.hip.hipHostFree(self.addr)
 
-    def free(self) -> None:
-        """Release the memory (idempotent). Views taken with :meth:`array` become invalid."""
-        if self._bytes is None:
-            return
-        self._bytes = None
-        check(self.device.hip.hipHostFree(self._addr), "hipHostFree", AllocFailed)
+
+def pinned_empty(device: HipDevice, shape: Any, dtype: Any = np.uint8) -> np.ndarray:
+    """A page-locked host array (``hipHostMalloc``), so async copies really overlap."""
+    dt = np.dtype(dtype)
+    count = int(np.prod(shape, dtype=np.int64))
+    if count < 0:
+        raise InvalidArgument(f"pinned: negative shape {shape!r}")
+    nbytes = max(count * dt.itemsize, 1)
+    owner = _PinnedAllocation(device, nbytes)
+    raw = (ctypes.c_ubyte * nbytes).from_address(owner.addr)
+    raw._owner = owner  # type: ignore[attr-defined]  # the array's base keeps it alive
+    return np.frombuffer(raw, dtype=np.uint8)[: count * dt.itemsize].view(dt).reshape(shape)

@@ -16,6 +16,7 @@ from gompute_core.errors import (
     InvalidArgument,
     SyncFailed,
     Unsupported,
+    clear_last_driver_error,
 )
 
 from .errors import NOT_READY, SUCCESS, check, code_of, raise_for
@@ -68,9 +69,18 @@ class HipStream:
         check(self.device.hip.hipStreamWaitEvent(self.handle, event.handle, 0),
               "hipStreamWaitEvent", EventFailed)
 
-    def begin_capture(self) -> None:
-        """Start recording this stream's work into a graph instead of running it."""
-        mode = self.device.hip.hipStreamCaptureMode.hipStreamCaptureModeThreadLocal
+    def begin_capture(self, mode: str = "thread_local") -> None:
+        """Start recording this stream's work into a graph instead of running it.
+
+        ``mode``: ``"global"``, ``"thread_local"`` or ``"relaxed"`` (HIP's capture modes).
+        """
+        modes = self.device.hip.hipStreamCaptureMode
+        names = {"global": modes.hipStreamCaptureModeGlobal,
+                 "thread_local": modes.hipStreamCaptureModeThreadLocal,
+                 "relaxed": modes.hipStreamCaptureModeRelaxed}
+        if mode not in names:
+            raise InvalidArgument(f"mode: one of {sorted(names)}, got {mode!r}")
+        mode = names[mode]
         result = _graph_call(self.device, "hipStreamBeginCapture", self.handle, mode)
         _unsupported_to(self.device, "hipStreamBeginCapture", result, CaptureFailed)
 
@@ -90,10 +100,12 @@ class HipStream:
 class HipEvent:
     """A marker in a stream, with timing."""
 
-    def __init__(self, device: HipDevice) -> None:
+    def __init__(self, device: HipDevice, timing: bool = True) -> None:
         self.device = device
         device.make_current()
-        self.handle = check(device.hip.hipEventCreate(), "hipEventCreate", EventFailed)
+        flags = 0 if timing else int(device.hip.hipEventDisableTiming)
+        self.handle = check(device.hip.hipEventCreateWithFlags(flags), "hipEventCreateWithFlags",
+                            EventFailed)
 
     def record(self, stream: HipStream | None = None) -> None:
         """Record the event on ``stream`` (default: the device's stream)."""
@@ -114,9 +126,9 @@ class HipEvent:
         check(result, "hipEventQuery", EventFailed)
         return True
 
-    def elapsed_us(self, end: HipEvent) -> float:
-        """Microseconds from this event to ``end`` (both recorded and completed)."""
-        ms = check(self.device.hip.hipEventElapsedTime(self.handle, end.handle),
+    def elapsed_us(self, start: HipEvent) -> float:
+        """Microseconds from ``start`` to this event (both recorded and completed)."""
+        ms = check(self.device.hip.hipEventElapsedTime(start.handle, self.handle),
                    "hipEventElapsedTime", EventFailed)
         return float(ms) * 1000.0
 
@@ -140,6 +152,7 @@ class HipGraph:
         code = code_of(result[0])
         if code != SUCCESS:
             raise_for(code, "hipGraphInstantiate", GraphFailed)
+        clear_last_driver_error()
         return HipGraphExec(self.device, result[1])
 
     def destroy(self) -> None:
@@ -168,6 +181,7 @@ class HipGraphExec:
         code = code_of(result[0])
         if code != SUCCESS:
             raise_for(code, f"hipGraphExecUpdate ({result[2]!r})", GraphFailed)
+        clear_last_driver_error()
 
     def destroy(self) -> None:
         """Release the executable graph (idempotent)."""
