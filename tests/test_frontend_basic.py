@@ -466,3 +466,10 @@ def test_helper_first_seen_with_a_narrower_type_is_not_an_error():
     assert fns[0].args == (("v", f32),)
     with pytest.raises(KernelSyntaxError, match="negative constant"):
         lower(k, [i32], None, "k")
+
+
+def test_float_inf_nan_constants():
+    (fn,) = lower(lambda x: min(x, float("inf")) + max(x, -float("inf")), [f32], None, "k")
+    assert Const(float("inf"), f32) in nodes_of(fn, Const)
+    with pytest.raises(KernelSyntaxError, match="not a number"):
+        lower(lambda x: x + float("abc"), [f32], None, "k")

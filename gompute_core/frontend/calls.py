@@ -97,7 +97,14 @@ def _cast(ctx: FnContext, node: ast.Call, t: type, text: str) -> Value:
 
 def _python_conversion(ctx: FnContext, node: ast.Call, fn: type, text: str) -> Value:
     """``bool(x)``, ``int(x)``, ``float(x)``: Python's conversions, giving Python (weak)
-    numbers. ``int`` truncates toward zero; ``bool`` is ``x != 0``."""
+    numbers. ``int`` truncates toward zero; ``bool`` is ``x != 0``; ``float("inf")`` and
+    ``float("nan")`` are constants."""
+    if (fn is builtins.float and len(node.args) == 1 and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)):
+        try:
+            return ctx.typing(node, weak_const, float(node.args[0].value))
+        except ValueError:
+            ctx.fail(node, f"float({node.args[0].value!r}) is not a number", "Call")
     (v,) = _args(ctx, node, text, 1)
     if fn is builtins.bool:
         return ctx.typing(node, ops.truth, v)
