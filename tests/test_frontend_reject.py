@@ -332,6 +332,7 @@ def test_rejected_construct_names_construct_and_line(fn, arg_types, message, nee
     assert err.filename == __file__
     assert err.lineno == line_of(fn, needle)
     assert str(err).startswith(f"{__file__}:{err.lineno}: ")
+    assert err.construct  # the AST construct's name, for tools
 
 
 def test_kernel_syntax_error_is_a_type_error():
