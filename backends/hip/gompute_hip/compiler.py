@@ -36,18 +36,19 @@ def compiler_version() -> str:
     """``"hiprtc (HIP 5.2.21153, comgr 2.4)"``: what the cache key and artifacts record.
 
     The HIP runtime library's version identifies the hiprtc build (ROCm 5.2
-    keeps hiprtc inside ``libamdhip64``; later ROCm ships them together).
-    Raises ``BackendUnavailable`` when hiprtc is absent.
+    keeps hiprtc inside ``libamdhip64``; later ROCm ships them together);
+    ``hiprtcVersion`` itself is no help (ROCm 5.2 answers a fixed 9.0), so it
+    is used only when the runtime library is absent. Raises
+    ``BackendUnavailable`` when hiprtc is absent.
     """
     rtc = libs.hiprtc()
-    _, major, minor = rtc.hiprtcVersion()
     try:
         _, runtime = libs.hip().hipRuntimeGetVersion()
     except BackendUnavailable:
-        runtime = 0  # compiling needs only hiprtc; the version then comes from comgr alone
-    hip_version = (f"HIP {runtime // 10_000_000}.{runtime // 100_000 % 100}."
-                   f"{runtime % 100_000}, " if runtime else "")
-    return f"hiprtc {major}.{minor} ({hip_version}comgr {comgr_version()})"
+        _, major, minor = rtc.hiprtcVersion()
+        return f"hiprtc {major}.{minor} (comgr {comgr_version()})"
+    return (f"hiprtc (HIP {runtime // 10_000_000}.{runtime // 100_000 % 100}."
+            f"{runtime % 100_000}, comgr {comgr_version()})")
 
 
 def _log(rtc: object, prog: object) -> str:
