@@ -24,7 +24,7 @@ params arrays.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal, TypeAlias, Union
 
 from ..types import ScalarType
@@ -270,4 +270,6 @@ class Function:
     ret: IRType
     locals: tuple[tuple[str, IRType], ...]
     body: tuple[Stmt, ...]
-    source: str = ""  # "file:line" of the Python definition, for messages
+    # "file:line" of the Python definition, for messages; kept out of repr/eq so that
+    # moving a kernel in its file does not change the IR digest (and recompile it)
+    source: str = field(default="", compare=False, repr=False)
