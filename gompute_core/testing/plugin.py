@@ -28,6 +28,9 @@ from typing import Any
 
 import pytest
 
+# the suite's helper modules assert with messages; let pytest rewrite them for rich diffs
+pytest.register_assert_rewrite("gompute_core.testing._support", "gompute_core.testing._reduce")
+
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _SUMMARY = pytest.StashKey[list[str]]()
 
