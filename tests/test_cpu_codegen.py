@@ -69,6 +69,16 @@ def test_sum_preset_vectorizes_with_reassociation(fresh_cache: Path) -> None:
     assert re.search(r"\bv?addps\b[^\n]*%[xyz]mm", asm), "the sum preset did not vectorize"
 
 
+@pytest.mark.parametrize("preset", ["min", "max"])
+def test_float_min_max_presets_vectorize(fresh_cache: Path, preset: str) -> None:
+    spec = getattr(g, preset)(f"cg_{preset}_f32", g.f32)
+    data = np.random.default_rng(3).standard_normal(1000, dtype=np.float32)
+    with g.Kernel(spec, "cpu") as k:
+        assert k.run(data) == getattr(np, preset)(data)
+        asm = _asm(k, "k_fold")
+    assert re.search(r"\bv?(cmp\w*ps|minps|maxps)\b[^\n]*%[xyz]mm", asm), "scalar min/max fold"
+
+
 def test_fused_map_renders_one_loop_without_temporaries() -> None:
     fused = g.Fused(g.f32, Scale, [ScaleOp, g.Unary(g.f32, Scale, square)])
     spec = g.map("cg_fused", g.f32, Scale, fused.eval)

@@ -23,14 +23,14 @@ from __future__ import annotations
 import numpy as np
 
 from gompute_core.ir.kernel import KernelIR
-from gompute_core.ir.nodes import Function
-from gompute_core.types import ScalarType, is_signed
+from gompute_core.ir.nodes import CallIntrinsic, Function, Return
+from gompute_core.types import ScalarType, is_float, is_signed
 
 from .helpers import helper_source
 from .params import is_aggregate, leaves
 from .render import FunctionRenderer, const, tname
 
-RENDERER_VERSION = 2
+RENDERER_VERSION = 3
 """Bumped whenever the rendered code changes meaning (it is part of the source, hence the cache)."""
 
 _HEADER = f"""\
@@ -78,6 +78,21 @@ def _map_loops(kir: KernelIR, P: list[str]) -> str:
             f"@njit(**_PAR)\ndef k_parallel({sig}):\n    for i in prange(n):\n{body}")
 
 
+_LANES = 64
+
+
+def _lanes_help(kir: KernelIR) -> bool:
+    """True for a float min/max preset: LLVM vectorizes a ``b if b < a else a`` reduction
+    only under no-NaNs fast-math (which would change results), so the fold keeps
+    ``_LANES`` independent running minima instead (an element-wise loop, which does
+    vectorize) and folds them at the end; reassociation is what presets allow."""
+    if not (kir.reassociate and is_float(kir.value_type("T"))):
+        return False
+    body = kir.function(kir.element or "").body
+    return (len(body) == 1 and isinstance(body[0], Return)
+            and isinstance(body[0].value, CallIntrinsic) and body[0].value.func in ("min", "max"))
+
+
 def _reduce_loops(kir: KernelIR, P: list[str]) -> str:
     T = kir.value_type("T")
     comb = kir.function(kir.element or "")
@@ -88,10 +103,26 @@ def _reduce_loops(kir: KernelIR, P: list[str]) -> str:
     chunk = "data[b * n // blocks:(b + 1) * n // blocks]"
     # k_fold takes a slice and counts from 0: with a variable start, numba's negative-index
     # wraparound keeps LLVM from proving the index non-negative, and the loop stays scalar
+    if _lanes_help(kir):
+        blk = "blk[j]" if kir.pre is None else _call(kir.function(kir.pre), ["blk[j]"], P)
+        fold = (
+            f"@njit(**{fold_opts})\ndef k_fold(x{tail}):\n"
+            f"    n = x.shape[0]\n    m = n - n % {_LANES}\n"
+            f"    lanes = np.full({_LANES}, {ident})\n"
+            f"    for i in range(0, m, {_LANES}):\n        blk = x[i:i + {_LANES}]\n"
+            f"        for j in range({_LANES}):\n"
+            f"            lanes[j] = {_call(comb, ['lanes[j]', blk], P)}\n"
+            f"    acc = {ident}\n    for j in range({_LANES}):\n"
+            f"        acc = {_call(comb, ['acc', 'lanes[j]'], P)}\n"
+            f"    for i in range(m, n):\n        acc = {_call(comb, ['acc', x], P)}\n"
+            f"    return acc\n\n\n")
+    else:
+        fold = (
+            f"@njit(**{fold_opts})\ndef k_fold(x{tail}):\n    acc = {ident}\n"
+            f"    for i in range(x.shape[0]):\n        acc = {_call(comb, ['acc', x], P)}\n"
+            f"    return acc\n\n\n")
     return (
-        f"@njit(**{fold_opts})\ndef k_fold(x{tail}):\n    acc = {ident}\n"
-        f"    for i in range(x.shape[0]):\n        acc = {_call(comb, ['acc', x], P)}\n"
-        f"    return acc\n\n\n"
+        fold +
         f"@njit(**_OPT)\ndef k_serial(data, n{tail}):\n"
         f"    return k_fold(data[:n]{tail})\n\n\n"
         f"@njit(**_OPT)\ndef k_blocks(data, n, partials, blocks{tail}):\n"
