@@ -81,8 +81,8 @@ class HostParams:
     def __init__(self, struct: StructType | None) -> None:
         self.leaves: tuple[Leaf, ...] = leaves(struct) if struct is not None else ()
         self.size = size_of(struct) if struct is not None else 0
-        self._last: Any = None
-        self._last_args: tuple[Any, ...] = ()
+        # (params object, its leaves), swapped as one reference so threads never see a mix
+        self._last: tuple[Any, tuple[Any, ...]] = (None, ())
 
     def from_bytes(self, raw: bytes) -> tuple[Any, ...]:
         """Leaf arguments read from the packed record ``raw`` (copied: the views stay valid)."""
@@ -100,12 +100,13 @@ class HostParams:
 
     def args(self, p: Any) -> tuple[Any, ...]:
         """Leaf arguments for the params object ``p`` (``()`` for a kernel without params)."""
-        if p is self._last:
-            return self._last_args
+        last = self._last
+        if p is last[0]:
+            return last[1]
         if not self.leaves:
             return ()
         from gompute_core.abi import pack
 
         out = self.from_bytes(pack(p))
-        self._last, self._last_args = p, out
+        self._last = (p, out)
         return out
