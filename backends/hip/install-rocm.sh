@@ -29,7 +29,7 @@ if ! "$py" -c 'import importlib.metadata as m, sys; sys.exit(not m.version("hip-
     "$py" -m pip install -q 'hip-python==6.2.*'
 fi
 
-libamdhip="$(ldconfig -p | awk '/libamdhip64\.so\.5 .*x86-64/ {print $NF; exit}')"
+libamdhip="$(ldconfig -p | awk '/libamdhip64\.so\.5 .*x86-64/ && !p {p = $NF} END {print p}')"  # no early exit: SIGPIPE + pipefail
 if [ -z "$libamdhip" ]; then
     echo "install-rocm.sh: libamdhip64.so.5 not found by ldconfig after installing ${packages[*]}" >&2
     exit 1
