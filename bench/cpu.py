@@ -21,10 +21,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import gompute_core as g
 import numba
 import numpy as np
 from numba import njit, prange
+
+import gompute_core as g
 
 
 @g.params
@@ -99,17 +100,23 @@ def hand_max(d):
 HAND_REDUCE = {"sum": hand_sum, "min": hand_min, "max": hand_max}
 
 
-def best(fn: Callable[[], Any], seconds: float = 0.4, inner: int = 1) -> float:
-    """Best time of one call (seconds): warm-up, then repeat for about ``seconds``."""
-    fn()
+def best(fn: Callable[..., Any], *args: Any, seconds: float = 0.4, inner: int = 1) -> float:
+    """Best time of one ``fn(*args)`` (seconds): warm-up, then repeat for about ``seconds``."""
+    fn(*args)
     runs: list[float] = []
     deadline = time.perf_counter() + seconds
     while len(runs) < 3 or (time.perf_counter() < deadline and len(runs) < 200):
         t = time.perf_counter()
         for _ in range(inner):
-            fn()
+            fn(*args)
         runs.append((time.perf_counter() - t) / inner)
     return min(runs)
+
+
+def chain(d: np.ndarray, s: np.float32) -> np.ndarray:
+    """The NumPy way: scale, then square, one temporary each."""
+    t = d * s
+    return t * t
 
 
 def kernel(spec: g.Spec, serial: bool) -> g.Kernel:
@@ -125,12 +132,17 @@ def fmt(t: float) -> str:
     return f"{t * 1e6:10.1f} us" if t < 1e-3 else f"{t * 1e3:10.2f} ms"
 
 
-ROWS: list[tuple[str, str, float, float]] = []
-
-
-def row(case: str, peer: str, t_peer: float, t_ours: float) -> None:
-    ROWS.append((case, peer, t_peer, t_ours))
-    print(f"{case:<34} {peer:<34} {fmt(t_peer)} {fmt(t_ours)} {t_ours / t_peer:7.2f}x",
+def row(case: str, peer: str, t_peer: float, t_ours: float, target: float | None = None,
+        absolute: float | None = None) -> None:
+    """Print one line; ``target`` bounds the ratio, ``absolute`` our time (seconds)."""
+    ratio = t_ours / t_peer
+    if target is not None:
+        verdict = f"{'ok' if ratio <= target else 'MISS'} (<= {target:.2f}x)"
+    elif absolute is not None:
+        verdict = f"{'ok' if t_ours < absolute else 'MISS'} (< {fmt(absolute).strip()})"
+    else:
+        verdict = ""
+    print(f"{case:<34} {peer:<30} {fmt(t_peer)} {fmt(t_ours)} {ratio:7.2f}x  {verdict}",
           flush=True)
 
 
@@ -138,21 +150,21 @@ def main() -> None:
     print(f"# host: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
           f"numba {numba.__version__} ({numba.config.THREADING_LAYER} layer, "
           f"{numba.get_num_threads()} threads), numpy {np.__version__}")
-    print(f"{'case':<34} {'peer':<34} {'peer':>13} {'ours':>13} {'ratio':>8}")
+    print(f"{'case':<34} {'peer':<30} {'peer time':>13} {'ours':>13} {'ratio':>8}  target")
     p = Scale(scale=1.5)
     s = np.float32(1.5)
     rng = np.random.default_rng(0)
     k_ser, k_par = kernel(MAP, True), kernel(MAP, False)
     for e in (20, 26):
         data = rng.standard_normal(2 ** e, dtype=np.float32)
-        row(f"map f32 2**{e} serial", "numba hand loop", best(lambda: hand_map(data, s)),
-            best(lambda: k_ser.run(data, p)))
-        t_hand_par = best(lambda: hand_map_par(data, s))
-        t_par = best(lambda: k_par.run(data, p))
-        row(f"map f32 2**{e} threaded", "numba prange hand loop", t_hand_par, t_par)
+        row(f"map f32 2**{e} serial", "numba hand loop", best(hand_map, data, s),
+            best(k_ser.run, data, p), 1.10)
+        t_hand_par = best(hand_map_par, data, s)
+        t_par = best(k_par.run, data, p)
+        row(f"map f32 2**{e} threaded", "numba prange hand loop", t_hand_par, t_par, 1.10)
         if e == 26:
             row("map f32 2**26 threaded vs serial", "numba hand loop (serial)",
-                best(lambda: hand_map(data, s)), t_par)
+                best(hand_map, data, s), t_par, 0.99)
         del data
     for name, spec in REDUCES.items():
         ks, kp = kernel(spec, True), kernel(spec, False)
@@ -160,22 +172,19 @@ def main() -> None:
         for e in (20, 24):
             data = rng.standard_normal(2 ** e, dtype=np.float32)
             row(f"{name} f32 2**{e} serial", "numba loop, fastmath reassoc",
-                best(lambda: hand(data)), best(lambda: ks.run(data)))
+                best(hand, data), best(ks.run, data), 1.25)
             row(f"{name} f32 2**{e} threaded", "numba loop, fastmath reassoc",
-                best(lambda: hand(data)), best(lambda: kp.run(data)))
+                best(hand, data), best(kp.run, data), 1.25)
     k_fused = kernel(FUSED, False)
     for e in (20, 24):
         data = rng.standard_normal(2 ** e, dtype=np.float32)
 
-        def chain(d: np.ndarray = data) -> np.ndarray:
-            t = d * s
-            return t * t
-
-        row(f"fused scale,square 2**{e}", "numpy two-call chain", best(chain),
-            best(lambda: k_fused.run(data, p)))
+        row(f"fused scale,square 2**{e}", "numpy two-call chain", best(chain, data, s),
+            best(k_fused.run, data, p), 1 / 3)
     small = rng.standard_normal(1024, dtype=np.float32)
     row("run 1024 f32 end to end", "numba hand loop call",
-        best(lambda: hand_map(small, s), inner=2000), best(lambda: k_ser.run(small, p), inner=2000))
+        best(hand_map, small, s, inner=2000),
+        best(k_ser.run, small, p, inner=2000), absolute=3e-6)
     for k in (k_ser, k_par, k_fused):
         k.close()
 
