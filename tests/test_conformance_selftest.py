@@ -1,6 +1,6 @@
 """The conformance suite tested: its comparisons, its plugin, and that it catches broken backends.
 
-A "mutant" backend registered in-process reuses the CPU backend's compiler
+A "mutant" backend (``conformance_mutant.py``, loaded with ``-p``) reuses the CPU backend's compiler
 and device but corrupts results (the last output element's lowest bit, or
 the last element of a reduction); the suite, run with pytester against it,
 must fail exactly where the corruption shows. The same backend declares
@@ -10,16 +10,14 @@ tests (not skip them by name).
 
 from __future__ import annotations
 
-import dataclasses
+import os
+import shutil
 import subprocess
 import sys
-from typing import Any
 
 import numpy as np
 import pytest
 
-from gompute_core.plugins import manager
-from gompute_core.plugins.records import Availability, BackendInfo, CompileRequest
 from gompute_core.testing._support import (
     assert_bits,
     sum_tolerance,
@@ -82,84 +80,21 @@ def test_plugin_import_is_light() -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
-# ---------------------------------------------------------------- a mutant backend
-class _MutantProgram:
-    """Delegates to a CPU program, then corrupts what ``run`` produced."""
-
-    def __init__(self, inner: Any, kind: str) -> None:
-        self._inner = inner
-        self.kind = kind
-        self.stream = inner.stream
-        self.launch = inner.launch
-
-    def run(self, *args: Any) -> Any:
-        if self.kind == "reduce":
-            data = args[0]
-            return self._inner.run(data[:-1] if data.size > 1 else data, *args[1:])
-        self._inner.run(*args)
-        out = {"map": 0, "map_indexed": 0, "gather": 2, "scatter": 2}.get(self.kind)
-        arr = args[out] if out is not None else args[-2]
-        if arr.size:
-            raw = arr.view(np.uint8)
-            raw[-arr.dtype.itemsize] ^= 1
-        return None
+# ---------------------------------------------------------------- the suite, run for real
+# The suite runs in a subprocess: pytester's in-process mode unloads the modules a run
+# imported, and numba cannot be imported twice in one process.
+MUTANT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "conformance_mutant.py")
 
 
-class _MutantDevice:
-    def __init__(self, inner: Any) -> None:
-        self._inner = inner
-        self.backend = "mutant"
-        self.ordinal = 0
-        self.arch = inner.arch
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
-
-    def program(self, artifact: Any, kernel: Any) -> _MutantProgram:
-        return _MutantProgram(self._inner.program(artifact, kernel), kernel.kind)
-
-
-class _MutantPlugin:
-    """The CPU backend under another name, with a corrupting program and fewer capabilities."""
-
-    @manager.hookimpl
-    def gompute_backend_info(self) -> BackendInfo:
-        return BackendInfo(name="mutant", version="0", api_version=1, priority=1,
-                           kinds=("map", "map_to", "zip", "map_indexed", "reduce", "gather"),
-                           unsupported_types=("f16", "f64"))
-
-    @manager.hookimpl
-    def gompute_probe(self, backend: str) -> Availability | None:
-        return Availability("mutant", True) if backend == "mutant" else None
-
-    @manager.hookimpl
-    def gompute_compile(self, request: CompileRequest) -> Any:
-        if request.backend != "mutant":
-            return None
-        return manager.compile_artifact(dataclasses.replace(request, backend="cpu"))
-
-    @manager.hookimpl
-    def gompute_device(self, backend: str, ordinal: int) -> Any:
-        if backend != "mutant":
-            return None
-        return _MutantDevice(manager.open_device("cpu", ordinal))
-
-
-@pytest.fixture()
-def mutant() -> Any:
-    """The registry with the installed backends plus ``mutant``."""
+def _run_suite(pytester: pytest.Pytester, *args: str, mutant: bool = True) -> pytest.RunResult:
     pytest.importorskip("gompute_cpu")
-    with manager.isolated(discover=True):
-        manager.register(_MutantPlugin(), "mutant")
-        yield
+    shutil.copy(MUTANT, pytester.path / "conformance_mutant.py")
+    plugin = ("-p", "conformance_mutant") if mutant else ()
+    return pytester.runpytest_subprocess(*plugin, "--pyargs", "gompute_core.testing", "-p",
+                                         "no:cacheprovider", *args, timeout=600)
 
 
-def _run_suite(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest_inprocess("--pyargs", "gompute_core.testing", "-p",
-                                        "no:cacheprovider", *args)
-
-
-def test_suite_catches_a_corrupting_backend(pytester: pytest.Pytester, mutant: Any) -> None:
+def test_suite_catches_a_corrupting_backend(pytester: pytest.Pytester) -> None:
     """Every corrupted result fails; empty inputs (nothing to corrupt) pass."""
     result = _run_suite(pytester, "--gompute-backend=mutant", "-q",
                         "-k", "(test_map and map_i32-) or (test_reduce and sum_i64-)")
@@ -170,8 +105,7 @@ def test_suite_catches_a_corrupting_backend(pytester: pytest.Pytester, mutant: A
     assert outcomes.get("failed", 0) >= 10
 
 
-def test_suite_deselects_what_the_backend_declares(pytester: pytest.Pytester,
-                                                   mutant: Any) -> None:
+def test_suite_deselects_what_the_backend_declares(pytester: pytest.Pytester) -> None:
     """Unsupported types (also inside params or bodies) and kinds are deselected."""
     result = _run_suite(pytester, "--gompute-backend=mutant", "--collect-only", "-q")
     text = result.stdout.str()
@@ -186,6 +120,6 @@ def test_suite_deselects_what_the_backend_declares(pytester: pytest.Pytester,
 def test_unknown_backend_is_a_usage_error(pytester: pytest.Pytester) -> None:
     """A backend name nobody installed stops the run and lists what is installed."""
     result = _run_suite(pytester, "--gompute-backend=no_such_backend", "--collect-only",
-                        "-k", "test_map and map_i32-1")
+                        "-k", "test_map and map_i32-1", mutant=False)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "no_such_backend" in result.stderr.str() + result.stdout.str()
