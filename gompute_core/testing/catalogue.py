@@ -36,8 +36,9 @@ class Entry:
 
     ``kind`` is the spec kind, or a preset name (``sum``, ``min``, ...) for
     reduce presets. ``types`` maps roles (``T``, ``In``, ``Out``, ``A``, ``B``,
-    ``Idx``) to scalar types; ``extra_types`` lists further types the body or
-    the params use, so a backend that cannot run one of them never sees it.
+    ``Idx``) to scalar types; ``extra_types`` lists further types the body
+    uses (params field types are read from the params layout), so a backend
+    that cannot run one of them never sees the spec.
     ``fn`` is the element function (the combine for ``reduce``); ``ctor``
     names another constructor for the kind (``"map_fn"``). ``group``
     says which part of the suite runs it (``kinds``: every kind over every
@@ -72,8 +73,12 @@ class Entry:
         return dict(self.types)[role]
 
     def type_names(self) -> tuple[str, ...]:
-        """Short names of every scalar type the spec touches (sorted, unique)."""
+        """Short names of every scalar type the spec touches: values, params fields, body."""
         ts = {t for _, t in self.types} | set(self.extra_types)
+        if self.params is not None:
+            from ..abi import struct_type_of
+
+            ts |= _field_types(struct_type_of(self.params))
         return tuple(sorted(short_name(t) for t in ts))
 
     def spec(self) -> Any:
@@ -83,6 +88,20 @@ class Entry:
             spec = _build(self)
             _BUILT[self.key] = spec
         return spec
+
+
+def _field_types(t: Any) -> set[type]:
+    """Scalar types inside an IR type (struct fields, array elements; enums are their tag)."""
+    from ..ir.nodes import ArrayType, StructType
+
+    if isinstance(t, StructType):
+        out: set[type] = set()
+        for f in t.layout.fields:
+            out |= _field_types(f.type)
+        return out
+    if isinstance(t, ArrayType):
+        return _field_types(t.elem)
+    return {t}
 
 
 def _build(e: Entry) -> Any:
@@ -219,26 +238,23 @@ def _language_entries() -> list[Entry]:
                          k.FloatOpSel, k.float_ops))
         out.append(Entry(f"math_{_s(t)}", "zip", (("A", t), ("B", t), ("Out", t)),
                          k.MathSel, k.math_fns))
-        out.append(Entry(f"fhelpers_{_s(t)}", "map", (("T", t),), k.Ctl, k.float_helpers,
-                         extra_types=(np.int32, np.int64, np.uint8)))
+        out.append(Entry(f"fhelpers_{_s(t)}", "map", (("T", t),), k.Ctl, k.float_helpers))
     for t in (np.int32, np.int64):
-        out.append(Entry(f"loops_{_s(t)}", "map", (("T", t),), k.Ctl, k.loops,
-                         extra_types=(np.int32, np.int64, np.uint8)))
+        out.append(Entry(f"loops_{_s(t)}", "map", (("T", t),), k.Ctl, k.loops))
     for i in (np.int8, np.uint16, np.int32, np.uint64):
         out.append(Entry(f"weakfloat_{_s(i)}", "map_to", (("In", i), ("Out", np.float64)),
                          k.COEF[np.float64], k.weak_float_from_int))
     out.append(Entry("casts_i32", "map_to", (("In", np.int32), ("Out", np.float64)),
                      k.COEF[np.float64], k.explicit_casts,
                      extra_types=(np.float32, np.int16, np.int64, np.uint8)))
-    every = tuple(t for t in SCALAR_TYPES if t is not np.float16)
     out.append(Entry("params_ints", "map_indexed", (("T", np.uint64),), kp.AllScalars,
-                     kp.all_ints, extra_types=every))
+                     kp.all_ints))
     out.append(Entry("params_floats", "map_indexed", (("T", np.float64),), kp.AllScalars,
-                     kp.all_floats, extra_types=every))
+                     kp.all_floats))
     out.append(Entry("params_halves", "map_indexed", (("T", np.float32),), kp.Halves,
-                     kp.half_fields, extra_types=(np.float16, np.uint8)))
+                     kp.half_fields))
     out.append(Entry("params_nested", "map_indexed", (("T", np.float32),), kp.Outer,
-                     kp.nested, extra_types=(np.uint8, np.float64, np.int16, np.bool_)))
+                     kp.nested))
     out.append(Entry("mapfn_f32", "map", (("T", np.float32),), k.COEF[np.float32],
                      k.annotated, ctor="map_fn"))
     out.append(Entry("noparams_i16", "map", (("T", np.int16),), None, k.no_params))
