@@ -38,6 +38,35 @@ def index_mix(x, i, p: Affine):
     return x + g.i32(i % 7) * p.a
 
 
+@g.params
+class Pt:
+    x: g.f32
+    y: g.f32
+
+
+@g.params
+class Row:
+    v: g.Array[g.i32, 3]
+
+
+@g.params
+class Cloud:
+    n: g.u8
+    pts: g.Array[Pt, 3]
+    rows: g.Array[Row, 2]
+    origin: Pt
+
+
+def dot(a, q):
+    return a * q.x + q.y
+
+
+def cloud(x, i, p: Cloud):
+    k = g.i64(i % 3)
+    r = dot(x, p.pts[k]) + dot(x, p.origin)
+    return r + g.f32(p.rows[k % 2].v[k])
+
+
 AFFINE_MAP = g.map("rt_affine", g.i32, Affine, affine)
 FIRST_NZ = g.reduce("rt_first_nonzero", g.i64, None, first_nonzero, 0)
 SUM_F64 = g.sum("rt_sum_f64", g.f64)
@@ -140,6 +169,20 @@ def test_reduce_launch_writes_one_partial_per_block() -> None:
     bounds = [b * 1000 // 7 for b in range(8)]
     np.testing.assert_array_equal(
         partials, [data[lo:hi].sum() for lo, hi in zip(bounds, bounds[1:], strict=False)])
+
+
+def test_params_leaves_cover_arrays_of_records_and_record_arguments() -> None:
+    """Arrays of records become strided leaves (2-d through Row.v), dynamically indexed;
+    a record passed to a helper crosses as its leaves."""
+    spec = g.map_indexed("rt_cloud", g.f32, Cloud, cloud)
+    p = Cloud(n=3, pts=[Pt(x=1, y=2), Pt(x=3, y=4), Pt(x=5, y=6)],
+              rows=[Row(v=[1, 2, 3]), Row(v=[4, 5, 6])], origin=Pt(x=0.5, y=-1))
+    data = np.linspace(-2, 2, 101, dtype=np.float32)
+    want = np.array([cloud(x, np.uint64(i), p) for i, x in enumerate(data)], np.float32)
+    with g.Kernel(spec, "cpu") as k:
+        k.run(data, p)
+        assert [leaf.shape for leaf in k.program.params.leaves] == [(), (3,), (3,), (2, 3), (), ()]
+    np.testing.assert_array_equal(data, want)
 
 
 # ---------------------------------------------------------------------------- serial == threaded
