@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from gompute_core.errors import AllocFailed, InvalidArgument
+from gompute_core.errors import AllocFailed, InvalidArgument, ModuleLoadFailed
 from gompute_core.ir.kernel import KernelIR
 from gompute_core.plugins.records import Artifact
 
@@ -170,6 +170,9 @@ class CpuDevice:
         from .compiler import load_module
         from .program import CpuProgram
 
+        if artifact.backend != "cpu" or artifact.format != "python":
+            raise ModuleLoadFailed(f"the CPU backend loads 'python' artifacts of backend 'cpu', "
+                                   f"not {artifact.format!r} of {artifact.backend!r}")
         return CpuProgram(kernel, load_module(artifact.image.decode()))
 
     def synchronize(self) -> None:
