@@ -88,13 +88,15 @@ def main() -> None:
     bw_copy = 2 * nbytes / t_copy
     prog = km.program
     base_blocks = prog._max_blocks
+    wave = dev.sm_count * (dev.max_threads_per_sm // 256)
     best = (0.0, base_blocks)
-    for mult in (1, 2, 4, 8):
-        prog._max_blocks, prog._last_n = base_blocks * mult, -1
+    for waves in (1, 2, 4, 8, 16, 32):
+        prog._max_blocks, prog._last_n = wave * waves, -1
         t = _events(dev, lambda: km.launch(dst, n, p))
         bw = 2 * nbytes / t
-        print(f"  map grid {base_blocks * mult} blocks: {bw / 1e12:.3f} TB/s", flush=True)
-        best = max(best, (bw, base_blocks * mult))
+        print(f"  map grid {wave * waves} blocks ({waves} waves): {bw / 1e12:.3f} TB/s",
+              flush=True)
+        best = max(best, (bw, wave * waves))
     prog._max_blocks, prog._last_n = base_blocks, -1
     bw_map_default = 2 * nbytes / _events(dev, lambda: km.launch(dst, n, p))
     rows.append((f"map in place 2**{args.log2n} f32 (TB/s)", "device-to-device copy",

@@ -191,7 +191,7 @@ def test_fp64_ratio() -> None:
     assert 0 < manager.open_device("cuda", 0).fp64_ratio() <= 1
 
 
-def test_device_fault_surfaces_at_synchronize() -> None:
+def test_device_fault_surfaces_at_synchronize(tmp_path) -> None:
     code = textwrap.dedent("""
         import numpy as np, gompute_core as g
         def add_one(x):
@@ -206,6 +206,8 @@ def test_device_fault_surfaces_at_synchronize() -> None:
         except g.SyncFailed as exc:
             print("SYNCFAILED", g.last_driver_error(), exc)
     """)
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+    script = tmp_path / "fault.py"
+    script.write_text(code)
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
                           timeout=120)
     assert "SYNCFAILED ('cuda', 700)" in proc.stdout, proc.stdout + proc.stderr

@@ -5,8 +5,10 @@ when every pointer is 16-byte aligned, several vectors in flight per thread
 (``UNROLL``), a grid-stride loop over a grid the host sizes to the device, and
 a scalar tail. Reduce folds ``pre``-mapped elements with the same vector
 loads into one accumulator per lane, then a shared-memory tree per block and
-one partial per block. Gather and scatter are scalar grid-stride loops that
-skip indices outside ``[0, bound)``.
+one partial per block; custom (possibly non-commutative) combines keep element
+order: contiguous chunks per block and thread, and a neighbour-pairing tree.
+Gather and scatter are scalar grid-stride loops that skip indices outside
+``[0, bound)``.
 """
 
 from __future__ import annotations
@@ -179,30 +181,71 @@ class EntryWriter:
 
     # ---- reduce --------------------------------------------------------------------
     def reduce(self) -> str:
-        """Grid-stride fold with vector loads, shared-memory tree, one partial per block."""
+        """One partial per block. Presets (``reassociate``): vector loads folded into one
+        accumulator per lane over a grid-stride loop, then a shared-memory tree. Custom
+        combines need only be associative, so order is kept: block ``b`` folds the
+        contiguous ``b``-th chunk, each thread a contiguous slice of it, and the tree pairs
+        neighbours (``t`` with ``t + s`` for ``t`` a multiple of ``2s``)."""
         k, r, w = self.k, self.r, self.w
+        t = k.value_type("T")
+        c = reg_type(t)
+        params = [self.ptr(t, "data", True), "gp_u64 n", self.ptr(t, "partials", False)]
+        src = self.head(params) + " {\n" + self.prologue()
+        src += f"  {r.shared_qualifier} {c} gp_smem[{self.bs}];\n"
+        src += self._reduce_fold_unordered() if k.reassociate else self._reduce_fold_ordered()
+        comb = self._comb
+        src += (f"  const unsigned gp_t = {r.thread_idx}, gp_bd = {r.block_dim};\n"
+                f"  gp_smem[gp_t] = gp_a;\n  {r.barrier};\n")
+        if k.reassociate:
+            src += (f"  unsigned gp_s = 1;\n  while (gp_s < gp_bd) gp_s <<= 1;\n"
+                    f"  for (gp_s >>= 1; gp_s > 0; gp_s >>= 1) {{\n"
+                    f"    if (gp_t < gp_s && gp_t + gp_s < gp_bd) "
+                    f"gp_smem[gp_t] = {comb('gp_smem[gp_t]', 'gp_smem[gp_t + gp_s]')};\n"
+                    f"    {r.barrier};\n  }}\n")
+        else:
+            src += (f"  for (unsigned gp_s = 1; gp_s < gp_bd; gp_s <<= 1) {{\n"
+                    f"    if ((gp_t & (2 * gp_s - 1)) == 0 && gp_t + gp_s < gp_bd) "
+                    f"gp_smem[gp_t] = {comb('gp_smem[gp_t]', 'gp_smem[gp_t + gp_s]')};\n"
+                    f"    {r.barrier};\n  }}\n")
+        return src + (f"  if (gp_t == 0) partials[{r.block_idx}] = "
+                      f"{w.store('gp_smem[0]', t)};\n}}\n")
+
+    def _pre(self, x: str) -> str:
+        v = self.w.load(x, self.k.value_type("T"))
+        return self.call(self.k.pre, [v]) if self.k.pre else v
+
+    def _comb(self, a: str, b: str) -> str:
+        return self.call(self.k.element, [a, b])  # type: ignore[arg-type]
+
+    def _reduce_fold_ordered(self) -> str:
+        r, k = self.r, self.k
+        c = reg_type(k.value_type("T"))
+        return (f"  const gp_u64 gp_chunk = (n + {r.grid_dim} - 1) / {r.grid_dim};\n"
+                f"  const gp_u64 gp_lo = ((gp_u64){r.block_idx} * gp_chunk < n) ? "
+                f"(gp_u64){r.block_idx} * gp_chunk : n;\n"
+                f"  const gp_u64 gp_hi = (n - gp_lo < gp_chunk) ? n : gp_lo + gp_chunk;\n"
+                f"  const gp_u64 gp_per = (gp_hi - gp_lo + {r.block_dim} - 1) / {r.block_dim};\n"
+                f"  gp_u64 gp_i = gp_lo + (gp_u64){r.thread_idx} * gp_per;\n"
+                f"  if (gp_i > gp_hi) gp_i = gp_hi;\n"
+                f"  const gp_u64 gp_end = (gp_hi - gp_i < gp_per) ? gp_hi : gp_i + gp_per;\n"
+                f"  {c} gp_a = {self.w.expr(k.identity)};\n"  # type: ignore[arg-type]
+                f"  for (; gp_i < gp_end; ++gp_i) gp_a = "
+                f"{self._comb('gp_a', self._pre('data[gp_i]'))};\n")
+
+    def _reduce_fold_unordered(self) -> str:
+        r, k = self.r, self.k
         t = k.value_type("T")
         c = reg_type(t)
         lanes = 16 // size_of(t)
         vt = r.vector_types[16]
-        ident = w.expr(k.identity)  # type: ignore[arg-type]
-
-        def pre(x: str) -> str:
-            v = w.load(x, t)
-            return self.call(k.pre, [v]) if k.pre else v
-
-        def comb(a: str, b: str) -> str:
-            return self.call(k.element, [a, b])  # type: ignore[arg-type]
-
-        params = [self.ptr(t, "data", True), "gp_u64 n", self.ptr(t, "partials", False)]
-        src = self.head(params) + " {\n" + self.prologue()
-        src += (f"  {r.shared_qualifier} {c} gp_smem[{self.bs}];\n"
-                f"  {c} gp_acc[{lanes}];\n"
-                f"  {r.unroll_pragma}\n  for (int l = 0; l < {lanes}; ++l) gp_acc[l] = {ident};\n"
-                f"  gp_u64 gp_i = gp_tid;\n"
-                f"  if ((((gp_u64)data) & 15) == 0) {{\n"
-                f"    const gp_u64 gp_nv = n / {lanes};\n"
-                f"    union gp_V {{ {vt} v; {mem_type(t)} e[{lanes}]; }};\n")
+        comb, pre = self._comb, self._pre
+        src = (f"  {c} gp_acc[{lanes}];\n"
+               f"  {r.unroll_pragma}\n  for (int l = 0; l < {lanes}; ++l) "
+               f"gp_acc[l] = {self.w.expr(k.identity)};\n"  # type: ignore[arg-type]
+               f"  gp_u64 gp_i = gp_tid;\n"
+               f"  if ((((gp_u64)data) & 15) == 0) {{\n"
+               f"    const gp_u64 gp_nv = n / {lanes};\n"
+               f"    union gp_V {{ {vt} v; {mem_type(t)} e[{lanes}]; }};\n")
         for unroll in (UNROLL, 1):
             cond = f"gp_i + {unroll - 1} * gp_nth < gp_nv" if unroll > 1 else "gp_i < gp_nv"
             src += (f"    for (; {cond}; gp_i += {unroll} * gp_nth) {{\n"
@@ -215,20 +258,12 @@ class EntryWriter:
                     f"        for (int l = 0; l < {lanes}; ++l) "
                     f"gp_acc[l] = {comb('gp_acc[l]', pre('r[u].e[l]'))};\n"
                     f"      }}\n    }}\n")
-        src += (f"    gp_i = gp_nv * {lanes} + gp_tid;\n  }}\n"
-                f"  {c} gp_a = gp_acc[0];\n"
-                f"  {r.unroll_pragma}\n  for (int l = 1; l < {lanes}; ++l) "
-                f"gp_a = {comb('gp_a', 'gp_acc[l]')};\n"
-                f"  for (; gp_i < n; gp_i += gp_nth) gp_a = {comb('gp_a', pre('data[gp_i]'))};\n")
-        src += (f"  const unsigned gp_t = {r.thread_idx}, gp_bd = {r.block_dim};\n"
-                f"  gp_smem[gp_t] = gp_a;\n  {r.barrier};\n"
-                f"  unsigned gp_s = 1;\n  while (gp_s < gp_bd) gp_s <<= 1;\n"
-                f"  for (gp_s >>= 1; gp_s > 0; gp_s >>= 1) {{\n"
-                f"    if (gp_t < gp_s && gp_t + gp_s < gp_bd) "
-                f"gp_smem[gp_t] = {comb('gp_smem[gp_t]', 'gp_smem[gp_t + gp_s]')};\n"
-                f"    {r.barrier};\n  }}\n"
-                f"  if (gp_t == 0) partials[{r.block_idx}] = {w.store('gp_smem[0]', t)};\n}}\n")
-        return src
+        return src + (f"    gp_i = gp_nv * {lanes} + gp_tid;\n  }}\n"
+                      f"  {c} gp_a = gp_acc[0];\n"
+                      f"  {r.unroll_pragma}\n  for (int l = 1; l < {lanes}; ++l) "
+                      f"gp_a = {comb('gp_a', 'gp_acc[l]')};\n"
+                      f"  for (; gp_i < n; gp_i += gp_nth) "
+                      f"gp_a = {comb('gp_a', pre('data[gp_i]'))};\n")
 
     # ---- gather / scatter ------------------------------------------------------------
     def indexed_copy(self) -> str:

@@ -10,7 +10,9 @@ other thread pushes it around each driver call and pops it afterwards
 from __future__ import annotations
 
 import atexit
+import ctypes
 import hashlib
+import os
 import threading
 import weakref
 from typing import Any
@@ -18,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from gompute_core.errors import (
+    AllocFailed,
     ContextFailed,
     InvalidArgument,
     KernelNotFound,
@@ -28,13 +31,26 @@ from gompute_core.errors import (
 from gompute_core.ir.kernel import KernelIR
 from gompute_core.plugins.records import Artifact
 
-from .driver import cuda, guarded
+from .driver import check, cuda, guarded, libcuda
 from .memory import CudaBuffer, pinned_empty
 from .nvrtc import parse_arch
 from .program import CudaProgram
 from .stream import CudaEvent, CudaStream
 
 _get_ident = threading.get_ident
+
+PIN_MIN_BYTES = 1 << 20
+"""Host arrays smaller than this are staged, not page-locked."""
+ENV_PIN_BUDGET = "GOMPUTE_CUDA_PIN_BUDGET"
+
+
+def pin_budget() -> int:
+    """Most bytes of user arrays ``run`` keeps page-locked (``$GOMPUTE_CUDA_PIN_BUDGET``,
+    default 1 GiB; 0 disables pinning: transfers are then staged through pinned buffers)."""
+    try:
+        return int(os.environ.get(ENV_PIN_BUDGET, 1 << 30))
+    except ValueError:
+        return 1 << 30
 
 
 class CudaDevice:
@@ -61,6 +77,9 @@ class CudaDevice:
         self.max_threads_per_sm = self._dev.get_attribute(attr.MAX_THREADS_PER_MULTIPROCESSOR)
         self.memory_bytes = self._dev.total_memory()
         self._modules: dict[str, Any] = {}
+        self._cmodules: dict[str, ctypes.c_void_p] = {}
+        self._registered: dict[int, tuple[int, weakref.finalize]] = {}
+        self._pinned_bytes = 0
         self._lock = threading.Lock()
         self._buffers: weakref.WeakSet[CudaBuffer] = weakref.WeakSet()
         self._closed = False
@@ -115,6 +134,56 @@ class CudaDevice:
                 self._modules[key] = module
         return module
 
+    def cfunction(self, image: bytes, name: str) -> int:
+        """The ``CUfunction`` handle of entry ``name`` (module loaded through libcuda
+        directly, cached per image: the launch path calls ``cuLaunchKernel`` itself)."""
+        key = hashlib.sha256(image).hexdigest()
+        lib = libcuda()
+        with self._lock, guarded(ModuleLoadFailed, "cuda: loading a module", self):
+            mod = self._cmodules.get(key)
+            if mod is None:
+                mod = ctypes.c_void_p()
+                check(lib.cuModuleLoadData(ctypes.byref(mod), ctypes.c_char_p(image)),
+                      ModuleLoadFailed, f"cuda: loading a module on device {self.ordinal} "
+                      f"({self.name}, {self.arch})")
+                self._cmodules[key] = mod
+        fn = ctypes.c_void_p()
+        with guarded(KernelNotFound, "cuda: cuModuleGetFunction", self):
+            check(lib.cuModuleGetFunction(ctypes.byref(fn), mod, name.encode()),
+                  KernelNotFound, f"cuda: kernel {name!r} not found in its module")
+        return int(fn.value or 0)
+
+    def register_host(self, arr: np.ndarray) -> bool:
+        """Page-lock the memory of ``arr`` (≥ 1 MiB, within the pin budget) until the
+        array that owns it is collected, so transfers from it run at full DMA speed
+        without a staging copy. False when not possible (then callers stage)."""
+        owner = arr
+        while isinstance(owner.base, np.ndarray):
+            owner = owner.base
+        if owner.base is not None or owner.nbytes < PIN_MIN_BYTES:
+            return False
+        ptr, size = owner.ctypes.data, owner.nbytes
+        hit = self._registered.get(ptr)
+        if hit is not None:
+            return hit[0] == size and hit[1].alive
+        if self._pinned_bytes + size > pin_budget():
+            return False
+        with guarded(AllocFailed, "cuda: cuMemHostRegister", self):
+            if libcuda().cuMemHostRegister_v2(ctypes.c_void_p(ptr), ctypes.c_size_t(size), 0):
+                return False
+        fin = weakref.finalize(owner, self._unregister, ptr)
+        fin.atexit = False
+        self._registered[ptr] = (size, fin)
+        self._pinned_bytes += size
+        return True
+
+    def _unregister(self, ptr: int) -> None:
+        size, _ = self._registered.pop(ptr, (0, None))
+        self._pinned_bytes -= size
+        if not self._closed:
+            with guarded(AllocFailed, "cuda: cuMemHostUnregister", self):
+                libcuda().cuMemHostUnregister(ctypes.c_void_p(ptr))
+
     def function(self, module: Any, name: str) -> Any:
         """Entry point ``name`` of a loaded module (``KernelNotFound`` if absent)."""
         with guarded(KernelNotFound, f"cuda: kernel {name!r} not found in module", self):
@@ -124,7 +193,8 @@ class CudaDevice:
         """Load ``artifact`` and wrap its entry point for ``kernel``'s kind."""
         self._check_arch(artifact)
         module = self.load_module(artifact.image)
-        return CudaProgram(self, self.function(module, artifact.entry), kernel)
+        return CudaProgram(self, self.function(module, artifact.entry),
+                           self.cfunction(artifact.image, artifact.entry), kernel)
 
     def _check_arch(self, artifact: Artifact) -> None:
         if artifact.format != "cubin":
@@ -163,6 +233,13 @@ class CudaDevice:
         for buf in list(self._buffers):
             buf.free()
         self._modules.clear()
+        for ptr, (_, fin) in list(self._registered.items()):
+            fin.detach()
+            libcuda().cuMemHostUnregister(ctypes.c_void_p(ptr))
+        self._registered.clear()
+        for mod in self._cmodules.values():
+            libcuda().cuModuleUnload(mod)
+        self._cmodules.clear()
         if self._main_pushed and _get_ident() == self._main:
             try:
                 cuda().Context.synchronize()

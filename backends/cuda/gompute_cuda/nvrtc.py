@@ -150,19 +150,18 @@ def identify(memo_dir: str) -> str:
     """``"nvrtc X.Y"`` of the library :func:`load_nvrtc` would load, without loading it when
     a memo in ``memo_dir`` (keyed by the file's path, size and mtime) already says; so a
     disk-cache hit in a new process costs a ``stat``, not a ``dlopen``."""
-    if _loaded is not None:
-        return _loaded.name
     path = next((p for p in candidate_paths() if os.sep in p and os.path.exists(p)), None)
     if path is None:
         return load_nvrtc().name
     st = os.stat(path)
     key = f"{os.path.realpath(path)}|{st.st_size}|{st.st_mtime_ns}"
     memo = os.path.join(memo_dir, "nvrtc-" + hashlib.sha256(key.encode()).hexdigest()[:32])
-    try:
-        with open(memo) as f:
-            return f.read().strip()
-    except OSError:
-        pass
+    if os.path.exists(memo):
+        try:
+            with open(memo) as f:
+                return f.read().strip()
+        except OSError:
+            pass
     name = load_nvrtc().name
     try:
         os.makedirs(memo_dir, exist_ok=True)
