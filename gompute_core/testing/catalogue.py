@@ -253,7 +253,7 @@ def _language_entries() -> list[Entry]:
                      kp.all_floats))
     out.append(Entry("params_halves", "map_indexed", (("T", np.float32),), kp.Halves,
                      kp.half_fields))
-    out.append(Entry("params_nested", "map_indexed", (("T", np.float32),), kp.Outer,
+    out.append(Entry("params_nested", "map_indexed", (("T", np.float32),), kp.NestOuter,
                      kp.nested))
     out.append(Entry("mapfn_f32", "map", (("T", np.float32),), k.COEF[np.float32],
                      k.annotated, ctor="map_fn"))

@@ -77,7 +77,7 @@ class Shape(enum.IntEnum):
 
 
 @g.params
-class Inner:
+class NestInner:
     """A nested params record."""
 
     w: g.f64
@@ -85,28 +85,28 @@ class Inner:
 
 
 @g.params
-class Deep:
+class NestDeep:
     """A record nested two levels down."""
 
     z: g.u8
-    inner: Inner
+    inner: NestInner
 
 
 @g.params
-class Outer:
+class NestOuter:
     """Nested records, fixed arrays (dynamically indexed), an enum and a bool."""
 
     tag: g.u8
-    inner: Inner
+    inner: NestInner
     coef: g.Array[g.f32, 5]
     shape: g.Enum[Shape, g.i16]
     flag: bool
     offs: g.Array[g.i16, 3]
-    deep: Deep
+    deep: NestDeep
 
 
 def nested(x, i, p):
-    """map_indexed over f32 reading every field of ``Outer``."""
+    """map_indexed over f32 reading every field of ``NestOuter``."""
     c = p.coef[i % 5]
     y = x * c + g.f32(p.offs[i % 3])
     if p.shape == Shape.SQUARE:

@@ -85,14 +85,14 @@ def test_nested_arrays_enum_bool(e: Entry, shape: kp.Shape, flag: bool,
     """Nested records, dynamically indexed arrays, an enum and a bool field."""
     kern = gompute_kernels.get(e)
     rng = rng_for(e.key, shape.name, flag)
-    p = kp.Outer(
+    p = kp.NestOuter(
         tag=int(rng.integers(0, 256)),
-        inner=kp.Inner(w=float(rng.normal()), k=int(rng.integers(-2 ** 15, 2 ** 15))),
+        inner=kp.NestInner(w=float(rng.normal()), k=int(rng.integers(-2 ** 15, 2 ** 15))),
         coef=tuple(float(v) for v in rng.normal(0, 2, 5)),
         shape=shape, flag=flag,
         offs=tuple(int(v) for v in rng.integers(-2 ** 15, 2 ** 15, 3)),
-        deep=kp.Deep(z=int(rng.integers(0, 256)),
-                     inner=kp.Inner(w=float(rng.normal()), k=int(rng.integers(-9, 9)))),
+        deep=kp.NestDeep(z=int(rng.integers(0, 256)),
+                     inner=kp.NestInner(w=float(rng.normal()), k=int(rng.integers(-9, 9)))),
     )
     data = values(np.float32, N, rng, lo=-4, hi=4)
     before = data.copy()

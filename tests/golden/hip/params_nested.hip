@@ -14,42 +14,42 @@ typedef unsigned short gp_f16;
 
 static __device__ __forceinline__ gp_u64 gp_mod_u64(gp_u64 a, gp_u64 b) { return b == 0 ? (gp_u64)0 : (gp_u64)(a % b); }
 
-struct P_Inner {
+struct P_NestInner {
   double w;
   gp_i16 k;
 };
-static_assert(__builtin_offsetof(P_Inner, w) == 0, "params ABI: Inner.w offset");
-static_assert(__builtin_offsetof(P_Inner, k) == 8, "params ABI: Inner.k offset");
-static_assert(sizeof(P_Inner) == 16, "params ABI: sizeof Inner");
-static_assert(alignof(P_Inner) == 8, "params ABI: alignof Inner");
-struct P_Deep {
+static_assert(__builtin_offsetof(P_NestInner, w) == 0, "params ABI: NestInner.w offset");
+static_assert(__builtin_offsetof(P_NestInner, k) == 8, "params ABI: NestInner.k offset");
+static_assert(sizeof(P_NestInner) == 16, "params ABI: sizeof NestInner");
+static_assert(alignof(P_NestInner) == 8, "params ABI: alignof NestInner");
+struct P_NestDeep {
   gp_u8 z;
-  P_Inner inner;
+  P_NestInner inner;
 };
-static_assert(__builtin_offsetof(P_Deep, z) == 0, "params ABI: Deep.z offset");
-static_assert(__builtin_offsetof(P_Deep, inner) == 8, "params ABI: Deep.inner offset");
-static_assert(sizeof(P_Deep) == 24, "params ABI: sizeof Deep");
-static_assert(alignof(P_Deep) == 8, "params ABI: alignof Deep");
-struct P_Outer {
+static_assert(__builtin_offsetof(P_NestDeep, z) == 0, "params ABI: NestDeep.z offset");
+static_assert(__builtin_offsetof(P_NestDeep, inner) == 8, "params ABI: NestDeep.inner offset");
+static_assert(sizeof(P_NestDeep) == 24, "params ABI: sizeof NestDeep");
+static_assert(alignof(P_NestDeep) == 8, "params ABI: alignof NestDeep");
+struct P_NestOuter {
   gp_u8 tag;
-  P_Inner inner;
+  P_NestInner inner;
   float coef[5];
   gp_i16 shape;
   gp_u8 flag;
   gp_i16 offs[3];
-  P_Deep deep;
+  P_NestDeep deep;
 };
-static_assert(__builtin_offsetof(P_Outer, tag) == 0, "params ABI: Outer.tag offset");
-static_assert(__builtin_offsetof(P_Outer, inner) == 8, "params ABI: Outer.inner offset");
-static_assert(__builtin_offsetof(P_Outer, coef) == 24, "params ABI: Outer.coef offset");
-static_assert(__builtin_offsetof(P_Outer, shape) == 44, "params ABI: Outer.shape offset");
-static_assert(__builtin_offsetof(P_Outer, flag) == 46, "params ABI: Outer.flag offset");
-static_assert(__builtin_offsetof(P_Outer, offs) == 48, "params ABI: Outer.offs offset");
-static_assert(__builtin_offsetof(P_Outer, deep) == 56, "params ABI: Outer.deep offset");
-static_assert(sizeof(P_Outer) == 80, "params ABI: sizeof Outer");
-static_assert(alignof(P_Outer) == 8, "params ABI: alignof Outer");
+static_assert(__builtin_offsetof(P_NestOuter, tag) == 0, "params ABI: NestOuter.tag offset");
+static_assert(__builtin_offsetof(P_NestOuter, inner) == 8, "params ABI: NestOuter.inner offset");
+static_assert(__builtin_offsetof(P_NestOuter, coef) == 24, "params ABI: NestOuter.coef offset");
+static_assert(__builtin_offsetof(P_NestOuter, shape) == 44, "params ABI: NestOuter.shape offset");
+static_assert(__builtin_offsetof(P_NestOuter, flag) == 46, "params ABI: NestOuter.flag offset");
+static_assert(__builtin_offsetof(P_NestOuter, offs) == 48, "params ABI: NestOuter.offs offset");
+static_assert(__builtin_offsetof(P_NestOuter, deep) == 56, "params ABI: NestOuter.deep offset");
+static_assert(sizeof(P_NestOuter) == 80, "params ABI: sizeof NestOuter");
+static_assert(alignof(P_NestOuter) == 8, "params ABI: alignof NestOuter");
 
-static __device__ __forceinline__ float f_gct_params_nested_fn(float v_x, gp_u64 v_i, P_Outer v_p) {
+static __device__ __forceinline__ float f_gct_params_nested_fn(float v_x, gp_u64 v_i, P_NestOuter v_p) {
   float v_c = 0;
   float v_y = 0;
   v_c = v_p.coef[(gp_i64)(gp_mod_u64(v_i, ((gp_u64)5ULL)))];
@@ -68,7 +68,7 @@ static __device__ __forceinline__ float f_gct_params_nested_fn(float v_x, gp_u64
 }
 
 
-extern "C" __global__ void __launch_bounds__(256) gct_params_nested(float* __restrict__ data, gp_u64 n, P_Outer p) {
+extern "C" __global__ void __launch_bounds__(256) gct_params_nested(float* __restrict__ data, gp_u64 n, P_NestOuter p) {
   const gp_u64 gp_tid = (gp_u64)blockIdx.x * blockDim.x + threadIdx.x;
   const gp_u64 gp_nth = (gp_u64)gridDim.x * blockDim.x;
   gp_u64 gp_i = gp_tid;
