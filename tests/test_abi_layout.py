@@ -327,12 +327,27 @@ def test_struct_names_are_c_identifiers_and_distinct() -> None:
     names = [
         _named("Plain"), _named("Outer.Inner"), _named("Outer_Inner"),
         _named("make.<locals>.P"), _named("float"), _named("_Tag"), _named("a__b"),
-        _named("Plain", module="other.module"), _named("Ünïcode"),
+        _named("Ünïcode"),
     ]
     assert names[0] == "Plain"
     assert all(C_IDENT.match(n) and "__" not in n for n in names), names
     assert len(set(names)) == len(names)
     assert names[1].startswith("Outer_Inner_") and names[2] == "Outer_Inner"
+
+
+def test_struct_names_do_not_depend_on_import_order() -> None:
+    # the same plain name in another module is the same C name (never "first come keeps it")
+    assert _named("Plain", module="other.module") == _named("Plain") == "Plain"
+
+
+def test_two_classes_with_one_c_name_in_one_tree_are_refused() -> None:
+    first = g.params(type("Twin", (), {"__annotations__": {"x": g.u8}, "__module__": "m1",
+                                        "__qualname__": "Twin"}))
+    second = g.params(type("Twin", (), {"__annotations__": {"y": g.f32}, "__module__": "m2",
+                                         "__qualname__": "Twin"}))
+    with pytest.raises(g.AbiError, match="both named 'Twin'"):
+        g.params(type("Holder", (), {"__annotations__": {"a": first, "b": second},
+                                      "__module__": __name__, "__qualname__": "Holder"}))
 
 
 def test_struct_names_are_stable_across_processes() -> None:

@@ -6,18 +6,23 @@ is. Otherwise (``Outer.Inner``, ``make.<locals>.P``, a C keyword such as
 ``float``, a name reserved in C++ such as ``_Tag`` or ``a__b``) the
 sanitized name gets a suffix: the first 8 hex digits of the SHA-256 of
 ``module:qualname``, so ``Outer.Inner`` becomes ``Outer_Inner_1a2b3c4d`` and
-can never collide with a class really called ``Outer_Inner``. The same
-suffix is used when two classes of different modules share a plain name in
-one process: the first one registered keeps the plain name.
+can never collide with a class really called ``Outer_Inner``.
 
-Names depend only on the module, the qualname and (for that last case) on
-which class was decorated first; never on ``id()`` or hash randomization.
+Names depend only on the qualname (and, when suffixed, the module): never on
+import order, ``id()`` or hash randomization, so rendered source and compile
+caches are the same in every process. Two different classes with one plain
+name can only clash inside one params tree (a kernel declares only its own
+tree); :func:`check_unique_struct_names` refuses that at definition time.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
+
+from ..errors import AbiError
+from ..ir.nodes import ArrayType, StructType
+from .layout import StructLayout
 
 _C_KEYWORDS = frozenset("""
     alignas alignof and and_eq asm auto bitand bitor bool break case catch char char8_t
@@ -34,10 +39,6 @@ _C_KEYWORDS = frozenset("""
 
 _NOT_IDENT = re.compile(r"[^0-9A-Za-z_]+")
 _UNDERSCORES = re.compile(r"__+")
-
-# C name -> "module:qualname" of the class that owns it in this process
-_owners: dict[str, str] = {}
-
 
 def _digest(key: str) -> str:
     return hashlib.sha256(key.encode("utf-8")).hexdigest()[:8]
@@ -58,10 +59,27 @@ def display_name(cls: object) -> str:
 
 def c_struct_name(module: str, qualname: str) -> str:
     """The C struct name of the class ``module.qualname`` (see the module docstring)."""
-    key = f"{module}:{qualname}"
     base = _sanitize(qualname)
-    suffixed = f"{base}_{_digest(key)}"
     if base != qualname or base in _C_KEYWORDS:
-        return suffixed
-    owner = _owners.setdefault(base, key)
-    return base if owner == key else suffixed
+        return f"{base}_{_digest(f'{module}:{qualname}')}"
+    return base
+
+
+def check_unique_struct_names(layout: StructLayout, where: str) -> None:
+    """Refuse a params tree in which two different structs share one C name."""
+    seen: dict[str, StructLayout] = {}
+
+    def visit(lay: StructLayout) -> None:
+        other = seen.setdefault(lay.name, lay)
+        if other is not lay and other != lay:
+            raise AbiError(
+                f"{where}: two different params classes are both named {lay.name!r} in this "
+                "params tree (from different modules); rename one of them")
+        for f in lay.fields:
+            t = f.type
+            while isinstance(t, ArrayType):
+                t = t.elem
+            if isinstance(t, StructType):
+                visit(t.layout)  # type: ignore[arg-type]
+
+    visit(layout)

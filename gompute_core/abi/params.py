@@ -48,7 +48,7 @@ from typing import Any, TypeVar
 
 from ..errors import AbiError
 from .codecs import ABI_ATTR, Codec, ParamsInfo, build_layout, info_of
-from .naming import c_struct_name, display_name
+from .naming import c_struct_name, check_unique_struct_names, display_name
 from .pack import compile_packer
 from .resolve import Array, Enum, class_annotations, resolve
 
@@ -126,6 +126,7 @@ def _make_plain(cls: type, extra: dict[str, Any]) -> ParamsInfo:
         converters.append((f.name, codecs[f.name].convert, f"{qual}.{f.name}"))
     field_tuple = tuple(fields)
     layout, fmt = build_layout(c_struct_name(cls.__module__, cls.__qualname__), field_tuple)
+    check_unique_struct_names(layout, qual)
     return ParamsInfo(cls, field_tuple, layout, fmt)
 
 
