@@ -98,6 +98,9 @@ def test_reduce_takes_the_callers_block_count_and_checks_partials() -> None:
         prog.launch(data, 5000, partials, 8, p)
     with pytest.raises(g.InvalidArgument, match="1..1024"):
         prog.launch(data, 5000, partials, 0, p)
+    launched = len(hip.launches)
+    prog.launch(data, 0, partials, 0, p)  # reduce_blocks(0) == 0: a no-op, as on every backend
+    assert len(hip.launches) == launched
 
 
 def test_gather_packs_bound_and_rejects_wrong_arity() -> None:

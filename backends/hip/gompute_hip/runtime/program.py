@@ -122,13 +122,16 @@ class HipProgram:
             values = [_addr(a, "a"), _addr(b, "b"), _addr(out, "out"), self._count(n)]
         elif kind == "reduce":
             data, n, partials, blocks, p = args
-            blocks = int(blocks)
+            blocks, count = int(blocks), self._count(n)
+            if blocks == 0 and count == 0:
+                return  # reduce_blocks(0) == 0: nothing to launch, nothing to write
             if not 1 <= blocks <= 1024:
-                raise InvalidArgument(f"launch: reduce blocks must be in 1..1024, got {blocks}")
+                raise InvalidArgument(f"launch: reduce blocks must be in 1..1024 (0 only with "
+                                      f"n == 0), got blocks={blocks}, n={count}")
             if partials.nbytes < blocks * self._value_sizes["T"]:
                 raise InvalidArgument(f"launch: partials holds {partials.nbytes} bytes, "
                                       f"{blocks} partials need {blocks * self._value_sizes['T']}")
-            values = [_addr(data, "data"), self._count(n), _addr(partials, "partials")]
+            values = [_addr(data, "data"), count, _addr(partials, "partials")]
             self._enqueue(values, p, blocks)
             return
         else:
