@@ -134,15 +134,22 @@ class CRenderer:
         """The complete source of ``kir``: prelude, helpers, params, functions, entry."""
         functions = "".join(self.writer.function(f) + "\n" for f in kir.functions)
         entry = EntryWriter(self, kir).render()
-        uses_half = self.uses_half
-        if uses_half and not self.half_prelude:
+        return "\n".join(p for p in (
+            f"// kernel {kir.name} ({kir.kind}), IR digest {kir.digest()[:16]}\n",
+            self.prelude, INT_TYPEDEFS, self._support(kir), functions, entry) if p)
+
+    def render_functions(self, kir: KernelIR) -> str:
+        """Only the device code of ``kir``'s IR functions, with the helpers and params
+        declarations they need (no prelude, no entry point): for dialect tests and tools
+        that call the element functions themselves."""
+        functions = "".join(self.writer.function(f) + "\n" for f in kir.functions)
+        return "\n".join(p for p in (self._support(kir), functions) if p)
+
+    def _support(self, kir: KernelIR) -> str:
+        """f16 conversions (when used), helpers and params declarations, in that order."""
+        if self.uses_half and not self.half_prelude:
             raise Unsupported(f"the {self.name} renderer has no f16 support")
-        parts = [f"// kernel {kir.name} ({kir.kind}), IR digest {kir.digest()[:16]}\n",
-                 self.prelude, INT_TYPEDEFS]
-        if uses_half:
-            parts.append(self.half_prelude)
-        parts.append("".join(self._helpers.values()))
+        parts = [self.half_prelude if self.uses_half else "", "".join(self._helpers.values())]
         if kir.params is not None:
             parts.append(params_decls(kir.params, self.offsetof))
-        parts += [functions, entry]
         return "\n".join(p for p in parts if p)
