@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Build and install pycuda from source against a local CUDA toolkit, for the Python
-# whose pip runs this (default: `python3`; set PYTHON=/path/to/python to choose).
+# Build and install pycuda from source against a local CUDA toolkit.
+#
+#   bash backends/cuda/install-pycuda.sh [PYTHON]   (default: $PYTHON, else python3)
 #
 #   CUDA_ROOT   the toolkit (default /usr/local/cuda; needs include/cuda.h)
 #   PYCUDA_VERSION  the sdist to build (default 2026.1)
@@ -13,7 +14,7 @@
 # "unavailable: <reason>"). pycuda bundles its Boost.Python subset (bpl-subset), so no
 # system Boost is needed; CURAND is disabled (gompute does not use it).
 set -euo pipefail
-PYTHON="${PYTHON:-python3}"
+PYTHON="${1:-${PYTHON:-python3}}"
 CUDA_ROOT="${CUDA_ROOT:-/usr/local/cuda}"
 PYCUDA_VERSION="${PYCUDA_VERSION:-2026.1}"
 if "$PYTHON" -c "import pycuda" 2>/dev/null; then
