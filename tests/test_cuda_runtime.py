@@ -211,3 +211,22 @@ def test_device_fault_surfaces_at_synchronize(tmp_path) -> None:
     proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
                           timeout=120)
     assert "SYNCFAILED ('cuda', 700)" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_prebuilt_artifacts_load_without_compiling(tmp_path, monkeypatch) -> None:
+    from gompute_cuda import compiler
+
+    from gompute_core.runtime.compile import write_artifact
+
+    dev = manager.open_device("cuda", 0)
+    spec = g.map("rt_prebuilt_add_one", g.f32, None, add_one)
+    write_artifact(tmp_path, g.compile(spec, "cuda", arch=dev.arch), spec.lower())
+    monkeypatch.setenv("GOMPUTE_ARTIFACT_DIR", str(tmp_path))
+
+    def no_compiling(*args, **kwargs):
+        raise AssertionError("compiled although a prebuilt artifact exists")
+
+    monkeypatch.setattr(compiler, "compile_kernel", no_compiling)
+    with g.Kernel(spec, "cuda") as k:
+        out = k.run(np.arange(10, dtype=np.float32))
+    np.testing.assert_array_equal(out, np.arange(1, 11, dtype=np.float32))
