@@ -10,10 +10,28 @@ import importlib
 from typing import Any
 
 from .errors import (
-    AbiError, AllocFailed, BackendUnavailable, CaptureFailed, CompileFailed, ContextFailed,
-    CopyFailed, EventFailed, GomputeError, GomputeWarning, GraphFailed, InitFailed,
-    InvalidArgument, KernelNotFound, KernelSyntaxError, LaunchFailed, ModuleLoadFailed,
-    NoDevice, SyncFailed, Unsupported, UnsupportedBackend, last_driver_error,
+    AbiError,
+    AllocFailed,
+    BackendUnavailable,
+    CaptureFailed,
+    CompileFailed,
+    ContextFailed,
+    CopyFailed,
+    EventFailed,
+    GomputeError,
+    GomputeWarning,
+    GraphFailed,
+    InitFailed,
+    InvalidArgument,
+    KernelNotFound,
+    KernelSyntaxError,
+    LaunchFailed,
+    ModuleLoadFailed,
+    NoDevice,
+    SyncFailed,
+    Unsupported,
+    UnsupportedBackend,
+    last_driver_error,
 )
 from .types import f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64
 
@@ -57,8 +75,6 @@ _LAZY: dict[str, str] = {
     "Availability": "gompute_core.plugins.records:Availability",
     "backends": "gompute_core.plugins.manager:backends",
 }
-
-bool_ = bool
 
 __all__ = [
     "AbiError", "AllocFailed", "BackendUnavailable", "CaptureFailed", "CompileFailed",

@@ -14,5 +14,6 @@ py="$venv/bin/python"
 bash backends/hip/install-rocm.sh "$py"
 bash backends/cuda/install-pycuda.sh "$py"
 "$py" -m pip install -q ".[test]" ./backends/cpu ./backends/cuda ./backends/hip
+"$venv/bin/ruff" check .
 "$venv/bin/gompute" info
 exec "$py" -m pytest -q -p no:cacheprovider tests --pyargs gompute_core.testing --gompute-backend=cpu "$@"

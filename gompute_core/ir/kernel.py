@@ -3,18 +3,17 @@
 Element-function signatures per kind (``p`` is present only when the kernel
 has params, i.e. ``params is not None``):
 
-=============  ==========================================  ===================
-kind           element function                            entry point (C ABI)
-=============  ==========================================  ===================
-map            ``element(x: T, p) -> T``                   ``(T* data, u64 n, P p)``
-map_indexed    ``element(x: T, i: u64, p) -> T``           ``(T* data, u64 n, P p)``
-map_to         ``element(x: In, p) -> Out``                ``(const In* in, Out* out, u64 n, P p)``
-zip            ``element(a: A, b: B, p) -> Out``           ``(const A* a, const B* b, Out* out, u64 n, P p)``
-reduce         ``element(a: T, b: T) -> T`` (combine),     ``(const T* data, u64 n, T* partials, P p)``
-               ``pre(x: T, p) -> T`` (optional)
-gather         none: ``out[i] = src[idx[i]]``              ``(const T* src, const Idx* idx, T* out, u64 n, u64 bound)``
-scatter        none: ``out[idx[i]] = src[i]``              ``(const T* src, const Idx* idx, T* out, u64 n, u64 bound)``
-=============  ==========================================  ===================
+* map: ``element(x: T, p) -> T``; entry ``(T* data, u64 n, P p)``
+* map_indexed: ``element(x: T, i: u64, p) -> T``; entry ``(T* data, u64 n, P p)``
+* map_to: ``element(x: In, p) -> Out``; entry ``(const In* in, Out* out, u64 n, P p)``
+* zip: ``element(a: A, b: B, p) -> Out``;
+  entry ``(const A* a, const B* b, Out* out, u64 n, P p)``
+* reduce: ``element(a: T, b: T) -> T`` (the combine) and optionally
+  ``pre(x: T, p) -> T``; entry ``(const T* data, u64 n, T* partials, P p)``
+* gather: no function, ``out[i] = src[idx[i]]``;
+  entry ``(const T* src, const Idx* idx, T* out, u64 n, u64 bound)``
+* scatter: no function, ``out[idx[i]] = src[i]``;
+  entry ``(const T* src, const Idx* idx, T* out, u64 n, u64 bound)``
 
 The entry point's symbol is the spec name (``extern "C"``). For gather,
 ``bound`` is ``len(src)``; for scatter ``len(out)``; indices outside

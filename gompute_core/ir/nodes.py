@@ -25,7 +25,7 @@ params arrays.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal, TypeAlias, Union
+from typing import Literal, TypeAlias
 
 from ..types import ScalarType
 
@@ -46,7 +46,7 @@ class StructType:
     layout: object  # gompute_core.abi.layout.StructLayout (kept loose to avoid a cycle)
 
 
-IRType: TypeAlias = Union[ScalarType, ArrayType, StructType]
+IRType: TypeAlias = ScalarType | ArrayType | StructType
 
 UnaryOp = Literal["neg", "invert"]
 BinaryOp = Literal[
@@ -188,10 +188,10 @@ class CallFunction:
     type: IRType
 
 
-Expr: TypeAlias = Union[
-    Const, Var, Field, Index, Unary, Not, Binary, Compare, Logical, Select, Cast,
-    CallIntrinsic, CallFunction,
-]
+Expr: TypeAlias = (
+    Const | Var | Field | Index | Unary | Not | Binary | Compare | Logical | Select | Cast
+    | CallIntrinsic | CallFunction
+)
 
 
 @dataclass(frozen=True)
@@ -252,7 +252,7 @@ class Return:
     value: Expr
 
 
-Stmt: TypeAlias = Union[Assign, If, ForRange, While, Break, Continue, Return]
+Stmt: TypeAlias = Assign | If | ForRange | While | Break | Continue | Return
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..ir.kernel import Kind, KernelIR
+from ..ir.kernel import KernelIR, Kind
 
 PLUGIN_API_VERSION = 1
 """The hook contract's version. A plugin declaring another major version is refused."""
