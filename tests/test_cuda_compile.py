@@ -117,9 +117,9 @@ def test_disk_cache_serves_a_second_compile(tmp_path) -> None:
     from gompute_cuda import compiler
 
     kir = entries()[KEYS[0]].spec().lower()
-    compiler._memory.clear()
+    compiler._cache.forget_memory()
     first = compiler.compile_kernel(kir, "sm_90")
-    compiler._memory.clear()
+    compiler._cache.forget_memory()
     files = list((tmp_path / "cuda").glob("*.gca"))
     assert len(files) == 1
     again = compiler.compile_kernel(kir, "sm_90")

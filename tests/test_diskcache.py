@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from gompute_core.plugins.records import Artifact
-from gompute_core.runtime.diskcache import DiskCache, cache_root
+from gompute_core.runtime.diskcache import CompileCache, DiskCache, cache_root
 
 ART = Artifact(backend="cuda", image=b"\x7fELF" + bytes(range(256)) * 4, format="cubin",
                entry="k", target="sm_90", source="extern \"C\" __global__ void k() {}\n",
@@ -67,3 +67,19 @@ def test_default_root(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_namespaces_are_separate(cache: DiskCache) -> None:
     cache.put(KEY, ART)
     assert DiskCache("hip").get(KEY) is None
+
+
+def test_compile_cache_builds_once_then_serves_memory_and_disk(cache: DiskCache) -> None:
+    builds: list[int] = []
+
+    def build() -> Artifact:
+        builds.append(1)
+        return ART
+
+    first = CompileCache("cuda")
+    assert first.get_or_build(KEY, build) == ART
+    assert first.get_or_build(KEY, build) == ART  # memory
+    first.forget_memory()
+    assert first.get_or_build(KEY, build) == ART  # disk
+    assert CompileCache("cuda").get_or_build(KEY, build) == ART  # a new process's view
+    assert len(builds) == 1

@@ -18,7 +18,8 @@ import hashlib
 import json
 import os
 import tempfile
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ..plugins.records import Artifact
@@ -103,3 +104,37 @@ class DiskCache:
         except OSError:
             return None
         return path
+
+
+class CompileCache:
+    """Two levels for a compiler: this process's memory, then a :class:`DiskCache`.
+
+    Backends call :meth:`get_or_build` with their key (compiler, version,
+    arch, options, IR digest, ...) and a function that renders and compiles;
+    the function runs only when neither level has the artifact.
+    """
+
+    def __init__(self, namespace: str) -> None:
+        self.disk = DiskCache(namespace)
+        self._memory: dict[tuple[str, ...], Artifact] = {}
+        self._lock = threading.Lock()
+
+    def get_or_build(self, key_parts: Sequence[str], build: Callable[[], Artifact]) -> Artifact:
+        """The artifact of ``key_parts``, from memory, disk, or ``build()`` (then stored)."""
+        key = tuple(map(str, key_parts))
+        with self._lock:
+            hit = self._memory.get(key)
+        if hit is not None:
+            return hit
+        artifact = self.disk.get(key)
+        if artifact is None:
+            artifact = build()
+            self.disk.put(key, artifact)
+        with self._lock:
+            self._memory[key] = artifact
+        return artifact
+
+    def forget_memory(self) -> None:
+        """Drop the in-memory level (the next lookup reads the disk)."""
+        with self._lock:
+            self._memory.clear()

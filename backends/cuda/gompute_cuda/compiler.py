@@ -13,13 +13,12 @@ import re
 import shutil
 import subprocess
 import tempfile
-import threading
 from pathlib import Path
 
 from gompute_core.errors import BackendUnavailable, CompileFailed
 from gompute_core.ir.kernel import KernelIR
 from gompute_core.plugins.records import Artifact
-from gompute_core.runtime.diskcache import DiskCache
+from gompute_core.runtime.diskcache import CompileCache
 
 from .nvrtc import identify, load_nvrtc, parse_arch
 from .renderer import CUDARenderer
@@ -32,9 +31,7 @@ DEFAULT_OPTIONS: tuple[str, ...] = ("--fmad=false", "--diag-suppress=177")
 
 _NVCC_CANDIDATES = ("nvcc", "/usr/local/cuda/bin/nvcc")
 
-_memory: dict[tuple[str, ...], Artifact] = {}
-_memory_lock = threading.Lock()
-_disk = DiskCache("cuda")
+_cache = CompileCache("cuda")
 
 
 def find_nvcc() -> str | None:
@@ -82,30 +79,24 @@ def compile_kernel(kir: KernelIR, arch: str, options: tuple[str, ...] = ()) -> A
     opts = DEFAULT_OPTIONS + tuple(options)
     nvcc = None
     try:
-        compiler = identify(str(_disk.directory))
+        compiler = identify(str(_cache.disk.directory))
     except BackendUnavailable as exc:
         nvcc = find_nvcc()
         if nvcc is None:
             raise BackendUnavailable(f"no CUDA compiler: {exc}; no nvcc on PATH either") from None
         compiler = _nvcc_version(nvcc)
     key = (compiler, f"sm_{arch_n}", " ".join(opts), RENDERER_VERSION, kir.digest())
-    with _memory_lock:
-        hit = _memory.get(key)
-    if hit is not None:
-        return hit
-    art = _disk.get(key)
-    if art is None:
+
+    def build() -> Artifact:
         source = CUDARenderer().render(kir)
         if nvcc is None:
             img = load_nvrtc().compile(source, kir.name, arch_n, opts)
             image, fmt, target = img.image, img.format, img.target
         else:
             image, fmt, target = _nvcc_compile(nvcc, source, kir.name, arch_n, opts)
-        art = Artifact(backend="cuda", image=image, format=fmt, entry=kir.name,
-                       target=f"sm_{arch_n}", source=source, compiler=compiler,
-                       digest=kir.digest(), kind=kir.kind,
-                       extra=(("code", target), ("options", " ".join(opts))))
-        _disk.put(key, art)
-    with _memory_lock:
-        _memory[key] = art
-    return art
+        return Artifact(backend="cuda", image=image, format=fmt, entry=kir.name,
+                        target=f"sm_{arch_n}", source=source, compiler=compiler,
+                        digest=kir.digest(), kind=kir.kind,
+                        extra=(("code", target), ("options", " ".join(opts))))
+
+    return _cache.get_or_build(key, build)

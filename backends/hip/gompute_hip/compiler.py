@@ -15,7 +15,7 @@ import threading
 from gompute_core.errors import BackendUnavailable, CompileFailed, InvalidArgument
 from gompute_core.ir.kernel import KernelIR
 from gompute_core.plugins.records import Artifact
-from gompute_core.runtime.diskcache import DiskCache
+from gompute_core.runtime.diskcache import CompileCache
 
 from . import libs
 from .renderer import render
@@ -27,8 +27,7 @@ BASE_OPTIONS: tuple[str, ...] = ("-O3", "-ffp-contract=off", "-std=c++17")
 FORMAT = "hsaco"
 
 _LOCK = threading.Lock()  # hiprtc of ROCm 5.2 is not documented as thread-safe
-_MEMORY: dict[tuple[str, ...], Artifact] = {}
-_DISK = DiskCache("hip")
+_cache = CompileCache("hip")
 
 
 @functools.lru_cache(maxsize=1)
@@ -102,19 +101,12 @@ def compile_kernel(kernel: KernelIR, arch: str, options: tuple[str, ...] = ()) -
     source = render(kernel)
     key = ("hiprtc", compiler_version(), arch, " ".join((*BASE_OPTIONS, *options)),
            hashlib.sha256(source.encode()).hexdigest(), kernel.digest())
-    with _LOCK:
-        hit = _MEMORY.get(key)
-    if hit is not None:
-        return hit
-    artifact = _DISK.get(key)
-    if artifact is None:
-        image = compile_source(source, kernel.name, arch, options)
-        artifact = Artifact(
-            backend="hip", image=image, format=FORMAT, entry=kernel.name, target=arch,
-            source=source, compiler=compiler_version(), digest=kernel.digest(), kind=kernel.kind,
+    def build() -> Artifact:
+        return Artifact(
+            backend="hip", image=compile_source(source, kernel.name, arch, options),
+            format=FORMAT, entry=kernel.name, target=arch, source=source,
+            compiler=compiler_version(), digest=kernel.digest(), kind=kernel.kind,
             extra=(("options", " ".join((f"--offload-arch={arch}", *BASE_OPTIONS, *options))),),
         )
-        _DISK.put(key, artifact)
-    with _LOCK:
-        _MEMORY[key] = artifact
-    return artifact
+
+    return _cache.get_or_build(key, build)
