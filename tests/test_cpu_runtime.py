@@ -67,13 +67,13 @@ def cloud(x, i, p: Cloud):
     return r + g.f32(p.rows[k % 2].v[k])
 
 
-AFFINE_MAP = g.map("rt_affine", g.i32, Affine, affine)
-FIRST_NZ = g.reduce("rt_first_nonzero", g.i64, None, first_nonzero, 0)
-SUM_F64 = g.sum("rt_sum_f64", g.f64)
-INDEXED = g.map_indexed("rt_indexed", g.i32, Affine, index_mix)
-GATHER = g.gather("rt_gather", g.f32, g.i32)
-SCATTER = g.scatter("rt_scatter", g.f32, g.i64)
-GATHER_U = g.gather("rt_gather_u", g.f32, g.u16)
+AFFINE_MAP = g.map("cpu_rt_affine", g.i32, Affine, affine)
+FIRST_NZ = g.reduce("cpu_rt_first_nonzero", g.i64, None, first_nonzero, 0)
+SUM_F64 = g.sum("cpu_rt_sum_f64", g.f64)
+INDEXED = g.map_indexed("cpu_rt_indexed", g.i32, Affine, index_mix)
+GATHER = g.gather("cpu_rt_gather", g.f32, g.i32)
+SCATTER = g.scatter("cpu_rt_scatter", g.f32, g.i64)
+GATHER_U = g.gather("cpu_rt_gather_u", g.f32, g.u16)
 
 
 def device() -> object:
@@ -174,7 +174,7 @@ def test_reduce_launch_writes_one_partial_per_block() -> None:
 def test_params_leaves_cover_arrays_of_records_and_record_arguments() -> None:
     """Arrays of records become strided leaves (2-d through Row.v), dynamically indexed;
     a record passed to a helper crosses as its leaves."""
-    spec = g.map_indexed("rt_cloud", g.f32, Cloud, cloud)
+    spec = g.map_indexed("cpu_rt_cloud", g.f32, Cloud, cloud)
     p = Cloud(n=3, pts=[Pt(x=1, y=2), Pt(x=3, y=4), Pt(x=5, y=6)],
               rows=[Row(v=[1, 2, 3]), Row(v=[4, 5, 6])], origin=Pt(x=0.5, y=-1))
     data = np.linspace(-2, 2, 101, dtype=np.float32)

@@ -34,9 +34,9 @@ def add_one(x):
     return x + 1
 
 
-SCALE = g.map("rt_scale_relu", g.f32, Scale, scale_relu)
-ADD1 = g.map("rt_add_one", g.f32, None, add_one)
-SUM = g.sum("rt_sum_f64", g.f64, None)
+SCALE = g.map("cuda_rt_scale_relu", g.f32, Scale, scale_relu)
+ADD1 = g.map("cuda_rt_add_one", g.f32, None, add_one)
+SUM = g.sum("cuda_rt_sum_f64", g.f64, None)
 
 
 def oracle_scale(x: np.ndarray, s: float) -> np.ndarray:
@@ -219,7 +219,7 @@ def test_prebuilt_artifacts_load_without_compiling(tmp_path, monkeypatch) -> Non
     from gompute_core.runtime.compile import write_artifact
 
     dev = manager.open_device("cuda", 0)
-    spec = g.map("rt_prebuilt_add_one", g.f32, None, add_one)
+    spec = g.map("cuda_rt_prebuilt_add_one", g.f32, None, add_one)
     write_artifact(tmp_path, g.compile(spec, "cuda", arch=dev.arch), spec.lower())
     monkeypatch.setenv("GOMPUTE_ARTIFACT_DIR", str(tmp_path))
 
