@@ -14,12 +14,15 @@ crosses the same way.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from gompute_core.ir.kernel import KernelIR
 from gompute_core.ir.nodes import ArrayType, IRType, StructType
+from gompute_core.runtime.launch_params import ParamsCache
 
 
 @dataclass(frozen=True)
@@ -73,16 +76,18 @@ def is_aggregate(t: IRType) -> bool:
 class HostParams:
     """Turns a params object into the leaf arguments of a compiled kernel.
 
-    Params objects are frozen, so the leaves of the last object seen are
-    reused while the same object comes back (the common loop
-    ``for ...: k.run(data, p)`` packs once).
+    ``args(p)`` checks ``p`` against the kernel and caches the leaves by
+    identity for plain (frozen) params objects, so the common loop
+    ``for ...: k.run(data, p)`` packs once (see
+    :class:`~gompute_core.runtime.launch_params.ParamsCache`).
     """
 
-    def __init__(self, struct: StructType | None) -> None:
+    def __init__(self, kernel: KernelIR) -> None:
+        struct = kernel.params
         self.leaves: tuple[Leaf, ...] = leaves(struct) if struct is not None else ()
         self.size = size_of(struct) if struct is not None else 0
-        # (params object, its leaves), swapped as one reference so threads never see a mix
-        self._last: tuple[Any, tuple[Any, ...]] = (None, ())
+        self.args: Callable[[Any], tuple[Any, ...]] = ParamsCache(kernel, self.from_bytes).get
+        """Leaf arguments for the params object ``p`` (``()`` for a kernel without params)."""
 
     def from_bytes(self, raw: bytes) -> tuple[Any, ...]:
         """Leaf arguments read from the packed record ``raw`` (copied: the views stay valid)."""
@@ -97,16 +102,3 @@ class HostParams:
     def example(self) -> tuple[Any, ...]:
         """Leaf arguments of an all-zero record (to derive the compile signature)."""
         return self.from_bytes(bytes(self.size))
-
-    def args(self, p: Any) -> tuple[Any, ...]:
-        """Leaf arguments for the params object ``p`` (``()`` for a kernel without params)."""
-        last = self._last
-        if p is last[0]:
-            return last[1]
-        if not self.leaves:
-            return ()
-        from gompute_core.abi import pack
-
-        out = self.from_bytes(pack(p))
-        self._last = (p, out)
-        return out

@@ -55,7 +55,7 @@ class CpuProgram:
     def __init__(self, kernel: KernelIR, module: Any) -> None:
         self.kernel = kernel
         self.kind = kernel.kind
-        self.params = HostParams(kernel.params)
+        self.params = HostParams(kernel)
         self.threshold = parallel_threshold()
         self._module = module
         self._serial = module.k_serial

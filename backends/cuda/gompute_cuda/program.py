@@ -3,7 +3,8 @@
 The argument buffer (the kernel's parameters laid out as the C ABI does:
 each argument at its alignment) is built once per program and patched in
 place per launch with ``struct.pack_into``; the params bytes are re-packed
-only when the params object changes (by identity). ``run`` stages host data
+only when the params object changes (by identity; a custom boundary object
+on every launch, see :mod:`gompute_core.runtime.launch_params`). ``run`` stages host data
 through pinned memory (grown on demand) and device buffers cached on the
 program.
 """
@@ -17,9 +18,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from gompute_core.abi import pack, struct_type_of
 from gompute_core.errors import InvalidArgument, LaunchFailed, set_last_driver_error
 from gompute_core.ir.kernel import KernelIR
+from gompute_core.runtime.launch_params import ParamsCache
 
 from .driver import check, cuda, libcuda
 from .entries_host import arg_layout, elements_per_block
@@ -30,6 +31,9 @@ if TYPE_CHECKING:
     from .stream import CudaStream
 
 _get_ident = threading.get_ident
+
+_STALE = object()
+"""``_last_p`` when the argument buffer's params must be packed again."""
 
 GRID_WAVES = 8
 """Grid cap for elementwise kinds, in full-occupancy waves: measured on an H200 (2**28 f32
@@ -60,8 +64,8 @@ class CudaProgram:
         self._pack = struct.Struct(self._fmt).pack_into
         # no argtypes: ints and prebuilt c_void_p objects convert fastest that way
         self._cu_launch = libcuda().cuLaunchKernel
-        self._last_p: Any = None
-        self._params_types: set[type] = set()
+        self._params = ParamsCache(kernel)
+        self._last_p: Any = _STALE
         self._per_block = elements_per_block(kernel)
         self._max_blocks = max(1, device.sm_count * GRID_WAVES *
                                (device.max_threads_per_sm // kernel.block_size))
@@ -88,26 +92,10 @@ class CudaProgram:
 
     # ---- params ----------------------------------------------------------------------
     def _set_params(self, p: Any) -> None:
-        if self._params_offset < 0:
-            if p is not None:
-                raise InvalidArgument(f"{self.kernel.name}: this kernel takes no params, got {p!r}")
-        else:
-            if type(p) not in self._params_types:
-                self._check_params_type(p)
-            data = pack(p)
+        data = self._params.get(p)
+        if self._params_offset >= 0:
             self._args[self._params_offset:self._params_offset + len(data)] = data
-        self._last_p = p
-
-    def _check_params_type(self, p: Any) -> None:
-        layout = self.kernel.params.layout
-        try:
-            ok = struct_type_of(type(p)).layout == layout
-        except Exception:  # not a params class at all
-            ok = False
-        if not ok:
-            raise InvalidArgument(f"p: kernel {self.kernel.name!r} expects params of layout "
-                                  f"{layout.name}, got {type(p).__name__}")
-        self._params_types.add(type(p))
+        self._last_p = p if self._params.holds(p) else _STALE
 
     def _grid_for(self, n: int) -> int:
         if n != self._last_n:

@@ -13,15 +13,14 @@ import ctypes
 import threading
 from typing import TYPE_CHECKING, Any
 
-from gompute_core.abi import pack, struct_type_of
 from gompute_core.errors import (
-    AbiError,
     InvalidArgument,
     KernelNotFound,
     LaunchFailed,
     ModuleLoadFailed,
 )
 from gompute_core.ir.kernel import KernelIR
+from gompute_core.runtime.launch_params import ParamsCache
 
 from ..kernargs import kernarg_layout
 from .errors import check
@@ -91,9 +90,7 @@ class HipProgram:
         self._max_blocks = max(1, min(device.multiprocessors * 32,
                                       MAX_THREADS_PER_LAUNCH // self.block_size))
         self._value_sizes = {role: t(0).itemsize for role, t in kernel.value_types}
-        self._last_p: Any = None
-        self._last_packed = b""
-        self._params_types: set[type] = set()
+        self._params = ParamsCache(kernel)
 
     def grid_for(self, n: int) -> int:
         """Blocks of a grid-stride launch over ``n`` elements on this device."""
@@ -144,25 +141,10 @@ class HipProgram:
             return
         self._enqueue(values, p, self.grid_for(count))
 
-    def _packed(self, p: Any) -> bytes:
-        """The params bytes, re-packed only when ``p`` is another object (they are frozen)."""
-        if p is not self._last_p or not self._last_packed:
-            if type(p) not in self._params_types:
-                layout = self.kernel.params.layout  # type: ignore[union-attr]
-                try:
-                    ok = struct_type_of(type(p)).layout == layout
-                except (AbiError, InvalidArgument, TypeError):
-                    ok = False
-                if not ok:
-                    raise InvalidArgument(f"p: kernel {self.kernel.name!r} expects params of "
-                                          f"layout {layout.name}, got {type(p).__name__}")
-                self._params_types.add(type(p))
-            self._last_packed, self._last_p = pack(p), p
-        return self._last_packed
-
     def _enqueue(self, values: list[int], p: Any, blocks: int) -> None:
+        packed = self._params.get(p)
         if self._has_params:
-            values.append(self._packed(p))
+            values.append(packed)
         hip = self.device.hip
         with self._lock:  # the kernarg buffer is shared; HIP copies it during the call
             self._packer.pack_into(self._args, 0, *values)
