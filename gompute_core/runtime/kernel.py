@@ -163,7 +163,8 @@ class Kernel:
         return self._runner(*args)
 
     def close(self) -> None:
-        """Free the cached device buffers; later calls raise ``InvalidArgument`` (idempotent)."""
+        """Free the cached device buffers (the handle's and the program's ``run`` buffers);
+        later calls raise ``InvalidArgument`` (idempotent)."""
         if self._closed_flag:
             return
         self._closed_flag = True
@@ -172,6 +173,9 @@ class Kernel:
         bufs, self._bufs = list(self._bufs.values()), {}
         for buf in bufs:
             buf.free()
+        free = getattr(self.program, "free", None)
+        if free is not None:
+            free()
 
     def __enter__(self) -> Kernel:
         return self

@@ -65,7 +65,9 @@ class Program(Protocol):
     ``launch`` takes exactly the per-kind arguments of DESIGN.md (buffers,
     counts, params object) and enqueues on ``stream``; it does O(1) checks
     only. ``run`` is optional: when present, ``Kernel.run`` calls it with the
-    user's host arrays (the CPU backend runs on them in place).
+    user's host arrays (the CPU backend runs on them in place). ``free`` is
+    optional too: when present, ``Kernel.close`` calls it to release what the
+    program holds for ``run`` (staging and device buffers).
     """
 
     stream: Any

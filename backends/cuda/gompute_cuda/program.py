@@ -263,9 +263,11 @@ class CudaProgram:
             self._gather_scatter(src, idx, out, src.size, out.size)
 
     def free(self) -> None:
-        """Free the program's cached run buffers."""
+        """Free the program's cached run buffers and drop its pinned staging buffer
+        (``Kernel.close`` calls this; a later ``run`` allocates them again)."""
         for buf in self._scratch.values():
             buf.free()
         self._scratch.clear()
+        self._stage = None
 
 
