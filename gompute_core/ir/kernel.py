@@ -34,6 +34,22 @@ from .nodes import Const, Function, StructType
 Kind = Literal["map", "map_to", "zip", "map_indexed", "reduce", "gather", "scatter"]
 KINDS: tuple[Kind, ...] = ("map", "map_to", "zip", "map_indexed", "reduce", "gather", "scatter")
 
+EntryArgKind = Literal["pointer", "u64"]
+ENTRY_ARGS: dict[Kind, tuple[tuple[str, EntryArgKind], ...]] = {
+    "map": (("data", "pointer"), ("n", "u64")),
+    "map_indexed": (("data", "pointer"), ("n", "u64")),
+    "map_to": (("in", "pointer"), ("out", "pointer"), ("n", "u64")),
+    "zip": (("a", "pointer"), ("b", "pointer"), ("out", "pointer"), ("n", "u64")),
+    "reduce": (("data", "pointer"), ("n", "u64"), ("partials", "pointer")),
+    "gather": (("src", "pointer"), ("idx", "pointer"), ("out", "pointer"), ("n", "u64"),
+               ("bound", "u64")),
+    "scatter": (("src", "pointer"), ("idx", "pointer"), ("out", "pointer"), ("n", "u64"),
+                ("bound", "u64")),
+}
+"""The entry point's arguments before the params struct, per kind (the table above), for
+hosts that lay out the argument buffer themselves: each is 8 bytes; a kernel whose params
+struct is not empty passes it last, at the struct's alignment."""
+
 IR_VERSION = 1
 """Bumped whenever lowering changes in a way that must invalidate compile caches."""
 

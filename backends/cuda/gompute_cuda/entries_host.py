@@ -5,16 +5,12 @@ from __future__ import annotations
 import numpy as np
 
 from gompute_core.codegen.entries import UNROLL, has_params
-from gompute_core.ir.kernel import KernelIR
-
-_SCALAR_ARGS = {"map": 2, "map_indexed": 2, "map_to": 3, "zip": 4, "reduce": 3,
-                "gather": 5, "scatter": 5}
-"""8-byte arguments (pointers and u64 counts) before the params struct, per kind."""
+from gompute_core.ir.kernel import ENTRY_ARGS, KernelIR
 
 
 def arg_layout(kernel: KernelIR) -> tuple[str, int, int]:
     """``(struct format of the leading args, params offset or -1, total bytes)``."""
-    lead = _SCALAR_ARGS[kernel.kind]
+    lead = len(ENTRY_ARGS[kernel.kind])  # 8 bytes each
     fmt = "Q" * lead
     if not has_params(kernel):
         return fmt, -1, 8 * lead

@@ -15,23 +15,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 from gompute_core.codegen.entries import has_params
-from gompute_core.ir.kernel import KernelIR
+from gompute_core.ir.kernel import ENTRY_ARGS, KernelIR
 
 SlotKind = Literal["pointer", "u64", "params"]
-
-# the explicit arguments of each kind, in order (params appended when present)
-_SIGNATURES: dict[str, tuple[tuple[str, SlotKind], ...]] = {
-    "map": (("data", "pointer"), ("n", "u64")),
-    "map_indexed": (("data", "pointer"), ("n", "u64")),
-    "map_to": (("in", "pointer"), ("out", "pointer"), ("n", "u64")),
-    "zip": (("a", "pointer"), ("b", "pointer"), ("out", "pointer"), ("n", "u64")),
-    "reduce": (("data", "pointer"), ("n", "u64"), ("partials", "pointer")),
-    "gather": (("src", "pointer"), ("idx", "pointer"), ("out", "pointer"), ("n", "u64"),
-               ("bound", "u64")),
-    "scatter": (("src", "pointer"), ("idx", "pointer"), ("out", "pointer"), ("n", "u64"),
-                ("bound", "u64")),
-}
-
 
 @dataclass(frozen=True)
 class Slot:
@@ -72,7 +58,7 @@ def kernarg_layout(kernel: KernelIR) -> KernargLayout:
     """The kernarg layout of the entry point (the C ABI table of ``gompute_core.ir.kernel``)."""
     slots: list[Slot] = []
     pos, align = 0, 8
-    args = list(_SIGNATURES[kernel.kind])
+    args = list(ENTRY_ARGS[kernel.kind])
     for name, kind in args:
         pos = _round_up(pos, 8)
         slots.append(Slot(name, kind, pos, 8))
