@@ -20,16 +20,15 @@ from pathlib import Path
 from types import ModuleType
 
 from gompute_core.errors import CompileFailed
+from gompute_core.runtime.diskcache import cache_root
 
 _lock = threading.Lock()
 _modules: dict[str, ModuleType] = {}
 
 
 def cache_dir() -> Path:
-    """The directory rendered CPU modules live in."""
-    root = os.environ.get("GOMPUTE_CACHE_DIR") or os.path.join(
-        os.path.expanduser("~"), ".cache", "gompute")
-    return Path(root) / "cpu"
+    """The directory rendered CPU modules live in (``cpu`` under the core's cache root)."""
+    return cache_root() / "cpu"
 
 
 def source_path(source: str) -> Path:
