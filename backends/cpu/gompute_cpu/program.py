@@ -11,7 +11,6 @@ numba's on-disk cache when present.
 
 from __future__ import annotations
 
-import operator
 import os
 from typing import Any
 
@@ -21,6 +20,7 @@ from numba import types as nbt
 
 from gompute_core.errors import CompileFailed, InvalidArgument
 from gompute_core.ir.kernel import KernelIR
+from gompute_core.runtime import checks
 
 from .device import STREAM, CpuBuffer
 from .params import HostParams
@@ -99,11 +99,8 @@ class CpuProgram:
             raise InvalidArgument(f"launch: {what} holds {v.shape[0]} elements, n is {n}")
         return v
 
-    def _count(self, n: Any) -> int:
-        n = operator.index(n)
-        if n < 0:
-            raise InvalidArgument(f"launch: negative element count {n}")
-        return n
+    def _count(self, n: Any, role: str = "n") -> int:
+        return checks.count(n, f"launch: {role}")
 
     def _launch_map(self, buf: Any, n: Any, p: Any = None) -> None:
         n = self._count(n)
@@ -123,7 +120,7 @@ class CpuProgram:
 
     def _launch_reduce(self, data: Any, n: Any, partials: Any, blocks: Any,
                        p: Any = None) -> None:
-        n, blocks = self._count(n), operator.index(blocks)
+        n, blocks = self._count(n), self._count(blocks, "blocks")
         if blocks < (1 if n else 0):
             raise InvalidArgument(f"launch: {n} elements need at least one block, got {blocks}")
         fn = self._module.k_blocks_parallel if n >= self.threshold else self._module.k_blocks
@@ -131,12 +128,10 @@ class CpuProgram:
            blocks, *self.params.args(p))
 
     def _launch_move(self, src: Any, idx: Any, out: Any, n: Any, bound: Any) -> None:
-        n, bound = self._count(n), operator.index(bound)
+        n, bound = self._count(n), self._count(bound, "bound")
         gather = self.kind == "gather"
         s = self._view(src, "T", bound if gather else n, "src")
         o = self._view(out, "T", n if gather else bound, "out")
-        if bound < 0:
-            raise InvalidArgument(f"launch: negative bound {bound}")
         self._pick(n)(s, self._view(idx, "Idx", n, "idx"), o, n, bound)
 
     _launch_gather = _launch_move

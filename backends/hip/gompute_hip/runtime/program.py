@@ -20,6 +20,7 @@ from gompute_core.errors import (
     ModuleLoadFailed,
 )
 from gompute_core.ir.kernel import KernelIR
+from gompute_core.runtime import checks
 from gompute_core.runtime.launch_params import ParamsCache
 
 from ..kernargs import kernarg_layout
@@ -96,10 +97,10 @@ class HipProgram:
         """Blocks of a grid-stride launch over ``n`` elements on this device."""
         return max(1, min(-(-n // self.block_size), self._max_blocks))
 
-    def _count(self, n: Any) -> int:
-        n = int(n)
-        if n < 0 or n >= 2**64:
-            raise InvalidArgument(f"launch: count {n} is not a u64")
+    def _count(self, n: Any, role: str = "n") -> int:
+        n = checks.count(n, f"launch: {role}")
+        if n >= 2**64:
+            raise InvalidArgument(f"launch: {role} {n} is not a u64")
         return n
 
     def launch(self, *args: Any) -> None:
@@ -119,7 +120,7 @@ class HipProgram:
             values = [_addr(a, "a"), _addr(b, "b"), _addr(out, "out"), self._count(n)]
         elif kind == "reduce":
             data, n, partials, blocks, p = args
-            blocks, count = int(blocks), self._count(n)
+            blocks, count = self._count(blocks, "blocks"), self._count(n)
             if blocks == 0 and count == 0:
                 return  # reduce_blocks(0) == 0: nothing to launch, nothing to write
             if not 1 <= blocks <= 1024:
@@ -134,7 +135,7 @@ class HipProgram:
         else:
             src, idx, out, n, bound = args
             values = [_addr(src, "src"), _addr(idx, "idx"), _addr(out, "out"),
-                      self._count(n), self._count(bound)]
+                      self._count(n), self._count(bound, "bound")]
             p = None
         count = values[-1] if kind not in ("gather", "scatter") else values[3]
         if count == 0:
