@@ -190,11 +190,11 @@ class CudaDevice:
             return module.get_function(name)
 
     def program(self, artifact: Artifact, kernel: KernelIR) -> CudaProgram:
-        """Load ``artifact`` and wrap its entry point for ``kernel``'s kind."""
+        """Load ``artifact`` (once, through libcuda: the launch path calls ``cuLaunchKernel``
+        itself) and wrap its entry point for ``kernel``'s kind."""
         self._check_arch(artifact)
-        module = self.load_module(artifact.image)
-        return CudaProgram(self, self.function(module, artifact.entry),
-                           self.cfunction(artifact.image, artifact.entry), kernel)
+        return CudaProgram(self, artifact, self.cfunction(artifact.image, artifact.entry),
+                           kernel)
 
     def _check_arch(self, artifact: Artifact) -> None:
         if artifact.format != "cubin":

@@ -20,6 +20,7 @@ import numpy as np
 
 from gompute_core.errors import InvalidArgument, LaunchFailed, set_last_driver_error
 from gompute_core.ir.kernel import KernelIR
+from gompute_core.plugins.records import Artifact
 from gompute_core.runtime.launch_params import ParamsCache
 
 from .driver import check, cuda, libcuda
@@ -43,9 +44,10 @@ map in place), 8 waves reached 0.94x of a device copy against 0.91x for one wave
 class CudaProgram:
     """One spec's entry point on one device; ``launch`` per DESIGN.md's signatures."""
 
-    def __init__(self, device: CudaDevice, function: Any, cfunction: int,
+    def __init__(self, device: CudaDevice, artifact: Artifact, cfunction: int,
                  kernel: KernelIR) -> None:
-        self.device, self.function, self.kernel = device, function, kernel
+        self.device, self.artifact, self.kernel = device, artifact, kernel
+        self._function: Any = None
         self.kind = kernel.kind
         self.block = (kernel.block_size, 1, 1)
         self._stream: CudaStream = device.stream
@@ -76,6 +78,15 @@ class CudaProgram:
         self.launch = getattr(self, f"_launch_{self.kind}")
         if self.kind != "reduce":
             self.run = getattr(self, f"_run_{self.kind}")
+
+    @property
+    def function(self) -> Any:
+        """The entry point as a pycuda ``Function`` (its module loaded through pycuda on first
+        use; for tools that compare with pycuda's own launch paths)."""
+        if self._function is None:
+            module = self.device.load_module(self.artifact.image)
+            self._function = self.device.function(module, self.artifact.entry)
+        return self._function
 
     # ---- stream ----------------------------------------------------------------------
     @property
