@@ -103,6 +103,26 @@ def test_static_asserts_reject_a_layout_the_c_struct_disagrees_with() -> None:
         compile_kernel(bad_kir, "sm_90")
 
 
+@g.params
+class CcEmpty:
+    pass
+
+
+def cc_inc(x, p: CcEmpty):
+    return x + 1
+
+
+def test_a_kernel_with_an_empty_params_class_compiles_without_a_params_argument() -> None:
+    _nvrtc_or_skip()
+    from gompute_cuda.entries_host import arg_layout
+
+    spec = g.map("cc_inc_empty_params", g.f32, CcEmpty, cc_inc)
+    art = g.compile(spec, "cuda", arch="sm_90")
+    fmt, p_off, total = arg_layout(spec.lower())
+    assert p_off == -1
+    assert kernel_params(art.image, spec.name) == [(i, 8 * i, 8) for i in range(len(fmt))]
+
+
 def test_compile_errors_are_typed() -> None:
     _nvrtc_or_skip()
     spec = entries()[KEYS[0]].spec()

@@ -54,6 +54,9 @@ def _nested_structs(t: ir.IRType, out: list[ir.StructType]) -> None:
 def params_decls(params: ir.StructType, offsetof: str) -> str:
     """C declarations of ``params`` and every struct nested in it, innermost first,
     each followed by ``static_assert``s on every field offset, the size and alignment.
+    An empty params struct (only the top level can be empty) gets no size/alignment
+    assertions: it never crosses (the entry takes no params argument, see
+    :func:`has_params`), and C/C++ give an empty struct a size of 0 or 1.
 
     ``offsetof`` formats a constant offset expression from ``{t}`` (struct) and ``{m}``
     (member)."""
@@ -71,6 +74,8 @@ def params_decls(params: ir.StructType, offsetof: str) -> str:
             off = offsetof.format(t=name, m=member(f.name))
             out += (f"static_assert({off} == {f.offset}, "
                     f"\"params ABI: {lay.name}.{f.name} offset\");\n")  # type: ignore[attr-defined]
+        if not lay.fields:  # type: ignore[attr-defined]
+            continue
         out += (f"static_assert(sizeof({name}) == {lay.size}, "  # type: ignore[attr-defined]
                 f"\"params ABI: sizeof {lay.name}\");\n"  # type: ignore[attr-defined]
                 f"static_assert(alignof({name}) == {lay.align}, "  # type: ignore[attr-defined]
