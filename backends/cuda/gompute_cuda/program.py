@@ -19,8 +19,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from gompute_core.errors import InvalidArgument, LaunchFailed, set_last_driver_error
-from gompute_core.ir.kernel import KernelIR
+from gompute_core.ir.kernel import ENTRY_ARGS, KernelIR
 from gompute_core.plugins.records import Artifact
+from gompute_core.runtime import checks
 from gompute_core.runtime.launch_params import ParamsCache
 
 from .driver import check, cuda, libcuda
@@ -108,6 +109,24 @@ class CudaProgram:
             self._args[self._params_offset:self._params_offset + len(data)] = data
         self._last_p = p if self._params.holds(p) else _STALE
 
+    def _culprit(self, *args: Any) -> InvalidArgument:
+        """The error naming the launch argument that could not be packed (``args`` in the
+        entry's order, :data:`~gompute_core.ir.kernel.ENTRY_ARGS`)."""
+        for (name, kind), value in zip(ENTRY_ARGS[self.kind], args, strict=True):
+            if kind == "pointer":
+                if not isinstance(getattr(value, "ptr", None), int):
+                    return InvalidArgument(f"launch: {name} must be a CUDA buffer, got "
+                                           f"{type(value).__name__}")
+                continue
+            try:
+                count = checks.count(value, f"launch: {name}")
+            except InvalidArgument as exc:
+                return exc
+            if count >= 2**64:
+                return InvalidArgument(f"launch: {name} {count} is not a u64")
+        return InvalidArgument(f"launch of {self.kernel.name!r}: arguments {args!r} do not fit "
+                               "its entry point")
+
     def _grid_for(self, n: int) -> int:
         if n != self._last_n:
             blocks = min(-(-n // self._per_block), self._max_blocks)
@@ -141,7 +160,10 @@ class CudaProgram:
         if p is not self._last_p:
             self._set_params(p)
         if n > 0:
-            self._pack(self._args, 0, buf.ptr, n)
+            try:
+                self._pack(self._args, 0, buf.ptr, n)
+            except (AttributeError, struct.error):  # free on the happy path
+                raise self._culprit(buf, n) from None
             grid = self._grid if n == self._last_n else self._grid_for(n)
             if _get_ident() == self._main and self.device._main_pushed:
                 code = self._cu_launch(self._cfn, grid, 1, 1, self._bs, 1, 1, 0, self._sh,
@@ -159,7 +181,10 @@ class CudaProgram:
         if p is not self._last_p:
             self._set_params(p)
         if n > 0:
-            self._pack(self._args, 0, inp.ptr, out.ptr, n)
+            try:
+                self._pack(self._args, 0, inp.ptr, out.ptr, n)
+            except (AttributeError, struct.error):  # free on the happy path
+                raise self._culprit(inp, out, n) from None
             self._go(self._grid if n == self._last_n else self._grid_for(n))
         elif n < 0:
             raise InvalidArgument(f"n: must be >= 0, got {n}")
@@ -169,7 +194,10 @@ class CudaProgram:
         if p is not self._last_p:
             self._set_params(p)
         if n > 0:
-            self._pack(self._args, 0, a.ptr, b.ptr, out.ptr, n)
+            try:
+                self._pack(self._args, 0, a.ptr, b.ptr, out.ptr, n)
+            except (AttributeError, struct.error):  # free on the happy path
+                raise self._culprit(a, b, out, n) from None
             self._go(self._grid if n == self._last_n else self._grid_for(n))
         elif n < 0:
             raise InvalidArgument(f"n: must be >= 0, got {n}")
@@ -183,13 +211,19 @@ class CudaProgram:
         if not 0 < blocks <= 1024 or n < 0:
             raise InvalidArgument(f"blocks: must be in 1..1024 (0 only with n == 0), "
                                   f"got blocks={blocks}, n={n}")
-        self._pack(self._args, 0, data.ptr, n, partials.ptr)
+        try:
+            self._pack(self._args, 0, data.ptr, n, partials.ptr)
+        except (AttributeError, struct.error):  # free on the happy path
+            raise self._culprit(data, n, partials) from None
         self._go(blocks)
 
     def _launch_gather(self, src: CudaBuffer, idx: CudaBuffer, out: CudaBuffer, n: int,
                        bound: int) -> None:
         if n > 0:
-            self._pack(self._args, 0, src.ptr, idx.ptr, out.ptr, n, bound)
+            try:
+                self._pack(self._args, 0, src.ptr, idx.ptr, out.ptr, n, bound)
+            except (AttributeError, struct.error):  # free on the happy path
+                raise self._culprit(src, idx, out, n, bound) from None
             self._go(min(-(-n // self._bs), self._max_blocks))
         elif n < 0:
             raise InvalidArgument(f"n: must be >= 0, got {n}")
