@@ -4,7 +4,9 @@ The argument buffer (the kernel's parameters laid out as the C ABI does:
 each argument at its alignment) is built once per program and patched in
 place per launch with ``struct.pack_into``; the params bytes are re-packed
 only when the params object changes (by identity; a custom boundary object
-on every launch, see :mod:`gompute_core.runtime.launch_params`). ``run`` stages host data
+on every launch, see :mod:`gompute_core.runtime.launch_params`); a lock
+makes patch-and-launch one step, so threads sharing a program never launch
+with each other's arguments. ``run`` stages host data
 through pinned memory (grown on demand) and device buffers cached on the
 program.
 """
@@ -56,6 +58,7 @@ class CudaProgram:
         self._main = device._main
         self._fmt, self._params_offset, size = arg_layout(kernel)
         self._args = bytearray(size)
+        self._lock = threading.Lock()
         # cuLaunchKernel's "extra" form: one packed argument buffer, patched in place
         self._cargs = (ctypes.c_char * size).from_buffer(self._args)
         self._csize = ctypes.c_size_t(size)
@@ -157,76 +160,81 @@ class CudaProgram:
 
     # ---- launches (O(1) checks only) ----------------------------------------------------
     def _launch_map(self, buf: CudaBuffer, n: int, p: Any = None) -> None:
-        if p is not self._last_p:
-            self._set_params(p)
-        if n > 0:
-            try:
-                self._pack(self._args, 0, buf.ptr, n)
-            except (AttributeError, struct.error):  # free on the happy path
-                raise self._culprit(buf, n) from None
-            grid = self._grid if n == self._last_n else self._grid_for(n)
-            if _get_ident() == self._main and self.device._main_pushed:
-                code = self._cu_launch(self._cfn, grid, 1, 1, self._bs, 1, 1, 0, self._sh,
-                                       None, self._extra_ptr)
-                if code:
-                    self._fail(code, grid)
-            else:
-                self._go(grid)
-        elif n < 0:
-            raise InvalidArgument(f"n: must be >= 0, got {n}")
+        with self._lock:  # the argument buffer is shared by every thread
+            if p is not self._last_p:
+                self._set_params(p)
+            if n > 0:
+                try:
+                    self._pack(self._args, 0, buf.ptr, n)
+                except (AttributeError, struct.error):  # free on the happy path
+                    raise self._culprit(buf, n) from None
+                grid = self._grid if n == self._last_n else self._grid_for(n)
+                if _get_ident() == self._main and self.device._main_pushed:
+                    code = self._cu_launch(self._cfn, grid, 1, 1, self._bs, 1, 1, 0, self._sh,
+                                           None, self._extra_ptr)
+                    if code:
+                        self._fail(code, grid)
+                else:
+                    self._go(grid)
+            elif n < 0:
+                raise InvalidArgument(f"n: must be >= 0, got {n}")
 
     _launch_map_indexed = _launch_map
 
     def _launch_map_to(self, inp: CudaBuffer, out: CudaBuffer, n: int, p: Any = None) -> None:
-        if p is not self._last_p:
-            self._set_params(p)
-        if n > 0:
-            try:
-                self._pack(self._args, 0, inp.ptr, out.ptr, n)
-            except (AttributeError, struct.error):  # free on the happy path
-                raise self._culprit(inp, out, n) from None
-            self._go(self._grid if n == self._last_n else self._grid_for(n))
-        elif n < 0:
-            raise InvalidArgument(f"n: must be >= 0, got {n}")
+        with self._lock:  # the argument buffer is shared by every thread
+            if p is not self._last_p:
+                self._set_params(p)
+            if n > 0:
+                try:
+                    self._pack(self._args, 0, inp.ptr, out.ptr, n)
+                except (AttributeError, struct.error):  # free on the happy path
+                    raise self._culprit(inp, out, n) from None
+                self._go(self._grid if n == self._last_n else self._grid_for(n))
+            elif n < 0:
+                raise InvalidArgument(f"n: must be >= 0, got {n}")
 
     def _launch_zip(self, a: CudaBuffer, b: CudaBuffer, out: CudaBuffer, n: int,
                     p: Any = None) -> None:
-        if p is not self._last_p:
-            self._set_params(p)
-        if n > 0:
-            try:
-                self._pack(self._args, 0, a.ptr, b.ptr, out.ptr, n)
-            except (AttributeError, struct.error):  # free on the happy path
-                raise self._culprit(a, b, out, n) from None
-            self._go(self._grid if n == self._last_n else self._grid_for(n))
-        elif n < 0:
-            raise InvalidArgument(f"n: must be >= 0, got {n}")
+        with self._lock:  # the argument buffer is shared by every thread
+            if p is not self._last_p:
+                self._set_params(p)
+            if n > 0:
+                try:
+                    self._pack(self._args, 0, a.ptr, b.ptr, out.ptr, n)
+                except (AttributeError, struct.error):  # free on the happy path
+                    raise self._culprit(a, b, out, n) from None
+                self._go(self._grid if n == self._last_n else self._grid_for(n))
+            elif n < 0:
+                raise InvalidArgument(f"n: must be >= 0, got {n}")
 
     def _launch_reduce(self, data: CudaBuffer, n: int, partials: CudaBuffer, blocks: int,
                        p: Any = None) -> None:
-        if p is not self._last_p:
-            self._set_params(p)
-        if blocks == 0 and n == 0:
-            return
-        if not 0 < blocks <= 1024 or n < 0:
-            raise InvalidArgument(f"blocks: must be in 1..1024 (0 only with n == 0), "
-                                  f"got blocks={blocks}, n={n}")
-        try:
-            self._pack(self._args, 0, data.ptr, n, partials.ptr)
-        except (AttributeError, struct.error):  # free on the happy path
-            raise self._culprit(data, n, partials) from None
-        self._go(blocks)
+        with self._lock:  # the argument buffer is shared by every thread
+            if p is not self._last_p:
+                self._set_params(p)
+            if blocks == 0 and n == 0:
+                return
+            if not 0 < blocks <= 1024 or n < 0:
+                raise InvalidArgument(f"blocks: must be in 1..1024 (0 only with n == 0), "
+                                      f"got blocks={blocks}, n={n}")
+            try:
+                self._pack(self._args, 0, data.ptr, n, partials.ptr)
+            except (AttributeError, struct.error):  # free on the happy path
+                raise self._culprit(data, n, partials) from None
+            self._go(blocks)
 
     def _launch_gather(self, src: CudaBuffer, idx: CudaBuffer, out: CudaBuffer, n: int,
                        bound: int) -> None:
-        if n > 0:
-            try:
-                self._pack(self._args, 0, src.ptr, idx.ptr, out.ptr, n, bound)
-            except (AttributeError, struct.error):  # free on the happy path
-                raise self._culprit(src, idx, out, n, bound) from None
-            self._go(min(-(-n // self._bs), self._max_blocks))
-        elif n < 0:
-            raise InvalidArgument(f"n: must be >= 0, got {n}")
+        with self._lock:  # the argument buffer is shared by every thread
+            if n > 0:
+                try:
+                    self._pack(self._args, 0, src.ptr, idx.ptr, out.ptr, n, bound)
+                except (AttributeError, struct.error):  # free on the happy path
+                    raise self._culprit(src, idx, out, n, bound) from None
+                self._go(min(-(-n // self._bs), self._max_blocks))
+            elif n < 0:
+                raise InvalidArgument(f"n: must be >= 0, got {n}")
 
     _launch_scatter = _launch_gather
 
