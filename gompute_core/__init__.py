@@ -1,13 +1,14 @@
 """Gompute for Python: write a scalar kernel once, run it on any backend.
 
-The public names below are the contract of DESIGN.md. Submodules are imported
-lazily so that ``import gompute_core`` stays cheap (no numba, no driver).
+The public names below are the contract of DESIGN.md. Submodules (and NumPy,
+through the scalar types) are imported lazily so that ``import gompute_core``
+stays cheap (no NumPy, no numba, no driver).
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import (
     AbiError,
@@ -33,12 +34,18 @@ from .errors import (
     UnsupportedBackend,
     last_driver_error,
 )
-from .types import f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64
+
+if TYPE_CHECKING:  # type checkers see the real classes; at run time they resolve lazily
+    from .types import f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64  # noqa: F401
 
 __version__ = "0.1.0"
 
 # public name -> "module:attribute", resolved on first access
 _LAZY: dict[str, str] = {
+    # scalar types (NumPy's scalar classes: lazy, so importing the package, e.g. as the
+    # pytest11 plugin's parent in every pytest run, does not import NumPy)
+    **{t: f"gompute_core.types:{t}" for t in
+       ("i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "f32", "f64")},
     # params ABI
     "params": "gompute_core.abi.params:params",
     "Array": "gompute_core.abi.params:Array",
@@ -82,7 +89,6 @@ __all__ = [
     "GraphFailed", "InitFailed", "InvalidArgument", "KernelNotFound", "KernelSyntaxError",
     "LaunchFailed", "ModuleLoadFailed", "NoDevice", "SyncFailed", "Unsupported",
     "UnsupportedBackend", "last_driver_error",
-    "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "f32", "f64",
     *_LAZY,
 ]
 
