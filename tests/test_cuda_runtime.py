@@ -70,6 +70,8 @@ def test_map_unaligned_view_and_launch_path() -> None:
         buf.free()
         buf.free()
         sub.free()
+        with pytest.raises(g.InvalidArgument, match="after free"):
+            k.launch(buf, 1001, None)  # refused, never a launch on freed memory
 
 
 def test_reduce_sum_f64() -> None:

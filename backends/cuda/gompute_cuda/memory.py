@@ -57,6 +57,11 @@ class CudaBuffer:
                                   f"{self.nbytes}-byte buffer")
         return self.ptr + int(offset)
 
+    @property
+    def freed(self) -> bool:
+        """True after :meth:`free`."""
+        return self._alloc is None
+
     def device_addr(self) -> int:
         """The device address."""
         if self._alloc is None:
@@ -139,9 +144,11 @@ class CudaBuffer:
                 cuda().memset_d8_async(dst, int(byte), n, s.handle_obj)
 
     def free(self) -> None:
-        """Release the memory (idempotent)."""
+        """Release the memory (idempotent). ``ptr`` goes with it, so a launch on a freed
+        buffer is refused (``InvalidArgument``) instead of touching freed memory."""
         alloc, self._alloc = self._alloc, None
         if alloc is not None:
+            del self.ptr
             with guarded(CopyFailed, "cuda: free", self._device):
                 alloc.free()
 

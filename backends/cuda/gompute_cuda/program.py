@@ -117,6 +117,8 @@ class CudaProgram:
         entry's order, :data:`~gompute_core.ir.kernel.ENTRY_ARGS`)."""
         for (name, kind), value in zip(ENTRY_ARGS[self.kind], args, strict=True):
             if kind == "pointer":
+                if getattr(value, "freed", False):
+                    return InvalidArgument(f"launch: {name} is a buffer used after free()")
                 if not isinstance(getattr(value, "ptr", None), int):
                     return InvalidArgument(f"launch: {name} must be a CUDA buffer, got "
                                            f"{type(value).__name__}")
