@@ -72,6 +72,10 @@ def test_map_unaligned_view_and_launch_path() -> None:
         sub.free()
         with pytest.raises(g.InvalidArgument, match="after free"):
             k.launch(buf, 1001, None)  # refused, never a launch on freed memory
+        small = k.alloc(10)
+        with pytest.raises(g.InvalidArgument, match="buf holds 10 elements, the launch needs 11"):
+            k.launch(small, 11, None)  # O(1) bounds check: no write past the buffer
+        small.free()
 
 
 def test_reduce_sum_f64() -> None:

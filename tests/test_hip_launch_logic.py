@@ -94,8 +94,10 @@ def test_reduce_takes_the_callers_block_count_and_checks_partials() -> None:
     prog.launch(data, 5000, partials, 7, p)
     assert hip.launches[-1]["grid"] == (7, 1, 1)
     assert hip.launches[-1]["kernargs"][:24] == struct.pack("<QQQ", 0x2000, 5000, 0x3000)
-    with pytest.raises(g.InvalidArgument, match="partials"):
+    with pytest.raises(g.InvalidArgument, match="partials holds 7 elements, the launch needs 8"):
         prog.launch(data, 5000, partials, 8, p)
+    with pytest.raises(g.InvalidArgument, match="data holds 5000 elements, the launch needs 5001"):
+        prog.launch(data, 5001, partials, 7, p)
     with pytest.raises(g.InvalidArgument, match="1..1024"):
         prog.launch(data, 5000, partials, 0, p)
     launched = len(hip.launches)

@@ -71,6 +71,12 @@ class CudaProgram:
         # no argtypes: ints and prebuilt c_void_p objects convert fastest that way
         self._cu_launch = libcuda().cuLaunchKernel
         self._params = ParamsCache(kernel)
+        sizes = {role: np.dtype(t).itemsize for role, t in kernel.value_types}
+        # element sizes of the entry's buffers, for the O(1) "does n fit" checks of launch
+        self._in_size = sizes.get("T") or sizes.get("In") or sizes["A"]
+        self._b_size = sizes.get("B", 0)
+        self._out_size = sizes.get("Out") or sizes.get("T", 0)
+        self._idx_size = sizes.get("Idx", 0)
         self._last_p: Any = _STALE
         self._per_block = elements_per_block(kernel)
         self._max_blocks = max(1, device.sm_count * GRID_WAVES *
@@ -132,6 +138,11 @@ class CudaProgram:
         return InvalidArgument(f"launch of {self.kernel.name!r}: arguments {args!r} do not fit "
                                "its entry point")
 
+    @staticmethod
+    def _short(name: str, buf: CudaBuffer, need: int, size: int) -> InvalidArgument:
+        return InvalidArgument(f"launch: {name} holds {buf.nbytes // size} elements, "
+                               f"the launch needs {need}")
+
     def _grid_for(self, n: int) -> int:
         if n != self._last_n:
             blocks = min(-(-n // self._per_block), self._max_blocks)
@@ -168,7 +179,9 @@ class CudaProgram:
             if n > 0:
                 try:
                     self._pack(self._args, 0, buf.ptr, n)
-                except (AttributeError, struct.error):  # free on the happy path
+                    if n * self._in_size > buf.nbytes:
+                        raise self._short("buf", buf, n, self._in_size)
+                except (AttributeError, struct.error, TypeError):  # free on the happy path
                     raise self._culprit(buf, n) from None
                 grid = self._grid if n == self._last_n else self._grid_for(n)
                 if _get_ident() == self._main and self.device._main_pushed:
@@ -190,7 +203,11 @@ class CudaProgram:
             if n > 0:
                 try:
                     self._pack(self._args, 0, inp.ptr, out.ptr, n)
-                except (AttributeError, struct.error):  # free on the happy path
+                    if n * self._in_size > inp.nbytes:
+                        raise self._short("inp", inp, n, self._in_size)
+                    if n * self._out_size > out.nbytes:
+                        raise self._short("out", out, n, self._out_size)
+                except (AttributeError, struct.error, TypeError):  # free on the happy path
                     raise self._culprit(inp, out, n) from None
                 self._go(self._grid if n == self._last_n else self._grid_for(n))
             elif n < 0:
@@ -204,7 +221,13 @@ class CudaProgram:
             if n > 0:
                 try:
                     self._pack(self._args, 0, a.ptr, b.ptr, out.ptr, n)
-                except (AttributeError, struct.error):  # free on the happy path
+                    if n * self._in_size > a.nbytes:
+                        raise self._short("a", a, n, self._in_size)
+                    if n * self._b_size > b.nbytes:
+                        raise self._short("b", b, n, self._b_size)
+                    if n * self._out_size > out.nbytes:
+                        raise self._short("out", out, n, self._out_size)
+                except (AttributeError, struct.error, TypeError):  # free on the happy path
                     raise self._culprit(a, b, out, n) from None
                 self._go(self._grid if n == self._last_n else self._grid_for(n))
             elif n < 0:
@@ -217,12 +240,18 @@ class CudaProgram:
                 self._set_params(p)
             if blocks == 0 and n == 0:
                 return
+            if type(blocks) is not int:
+                blocks = checks.count(blocks, "launch: blocks")
             if not 0 < blocks <= 1024 or n < 0:
                 raise InvalidArgument(f"blocks: must be in 1..1024 (0 only with n == 0), "
                                       f"got blocks={blocks}, n={n}")
             try:
                 self._pack(self._args, 0, data.ptr, n, partials.ptr)
-            except (AttributeError, struct.error):  # free on the happy path
+                if n * self._in_size > data.nbytes:
+                    raise self._short("data", data, n, self._in_size)
+                if blocks * self._in_size > partials.nbytes:
+                    raise self._short("partials", partials, blocks, self._in_size)
+            except (AttributeError, struct.error, TypeError):  # free on the happy path
                 raise self._culprit(data, n, partials) from None
             self._go(blocks)
 
@@ -232,7 +261,15 @@ class CudaProgram:
             if n > 0:
                 try:
                     self._pack(self._args, 0, src.ptr, idx.ptr, out.ptr, n, bound)
-                except (AttributeError, struct.error):  # free on the happy path
+                    # gather reads src[< bound] and writes out[< n]; scatter the other way
+                    src_n, out_n = (bound, n) if self.kind == "gather" else (n, bound)
+                    if src_n * self._in_size > src.nbytes:
+                        raise self._short("src", src, src_n, self._in_size)
+                    if n * self._idx_size > idx.nbytes:
+                        raise self._short("idx", idx, n, self._idx_size)
+                    if out_n * self._in_size > out.nbytes:
+                        raise self._short("out", out, out_n, self._in_size)
+                except (AttributeError, struct.error, TypeError):  # free on the happy path
                     raise self._culprit(src, idx, out, n, bound) from None
                 self._go(min(-(-n // self._bs), self._max_blocks))
             elif n < 0:

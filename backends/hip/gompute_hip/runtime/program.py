@@ -66,6 +66,13 @@ def _addr(buf: HipBuffer, role: str) -> int:
                               f"{type(buf).__name__}") from None
 
 
+def _fits(buf: HipBuffer, role: str, need: int, size: int) -> None:
+    """O(1): refuse a launch that would touch ``buf`` past its end."""
+    if need * size > buf.nbytes:
+        raise InvalidArgument(f"launch: {role} holds {buf.nbytes // size} elements, the launch "
+                              f"needs {need}")
+
+
 class HipProgram:
     """A spec's entry point on one device; ``launch`` takes DESIGN.md's per-kind arguments."""
 
@@ -108,16 +115,21 @@ class HipProgram:
         if len(args) != _ARITY[self.kind]:
             raise InvalidArgument(f"launch of {self.kind} kernel {self.kernel.name!r} takes "
                                   f"{_ARITY[self.kind]} arguments, got {len(args)}")
-        kind = self.kind
+        kind, sz = self.kind, self._value_sizes
         if kind in ("map", "map_indexed"):
             buf, n, p = args
             values = [_addr(buf, "data"), self._count(n)]
+            _fits(buf, "data", values[1], sz["T"])
         elif kind == "map_to":
             inp, out, n, p = args
             values = [_addr(inp, "inp"), _addr(out, "out"), self._count(n)]
+            _fits(inp, "inp", values[2], sz["In"])
+            _fits(out, "out", values[2], sz["Out"])
         elif kind == "zip":
             a, b, out, n, p = args
             values = [_addr(a, "a"), _addr(b, "b"), _addr(out, "out"), self._count(n)]
+            for buf, role, size in ((a, "a", sz["A"]), (b, "b", sz["B"]), (out, "out", sz["Out"])):
+                _fits(buf, role, values[3], size)
         elif kind == "reduce":
             data, n, partials, blocks, p = args
             blocks, count = self._count(blocks, "blocks"), self._count(n)
@@ -126,16 +138,20 @@ class HipProgram:
             if not 1 <= blocks <= 1024:
                 raise InvalidArgument(f"launch: reduce blocks must be in 1..1024 (0 only with "
                                       f"n == 0), got blocks={blocks}, n={count}")
-            if partials.nbytes < blocks * self._value_sizes["T"]:
-                raise InvalidArgument(f"launch: partials holds {partials.nbytes} bytes, "
-                                      f"{blocks} partials need {blocks * self._value_sizes['T']}")
             values = [_addr(data, "data"), count, _addr(partials, "partials")]
+            _fits(data, "data", count, sz["T"])
+            _fits(partials, "partials", blocks, sz["T"])
             self._enqueue(values, p, blocks)
             return
         else:
             src, idx, out, n, bound = args
             values = [_addr(src, "src"), _addr(idx, "idx"), _addr(out, "out"),
                       self._count(n), self._count(bound, "bound")]
+            # gather reads src[< bound] and writes out[< n]; scatter the other way round
+            src_n, out_n = (values[4], values[3]) if kind == "gather" else values[3:5]
+            _fits(src, "src", src_n, sz["T"])
+            _fits(idx, "idx", values[3], sz["Idx"])
+            _fits(out, "out", out_n, sz["T"])
             p = None
         count = values[-1] if kind not in ("gather", "scatter") else values[3]
         if count == 0:
