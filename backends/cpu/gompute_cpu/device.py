@@ -15,6 +15,7 @@ import numpy as np
 from gompute_core.errors import AllocFailed, InvalidArgument, ModuleLoadFailed
 from gompute_core.ir.kernel import KernelIR
 from gompute_core.plugins.records import Artifact
+from gompute_core.runtime.transfer import device_span
 
 
 def _bytes_of(host: np.ndarray, what: str) -> np.ndarray:
@@ -64,10 +65,7 @@ class CpuBuffer:
             raise InvalidArgument(f"{what}: negative offset or size ({offset}, {n})")
         if n > limit:
             raise InvalidArgument(f"{what}: {n} bytes requested, the host side has {limit}")
-        if offset + n > self.nbytes:
-            raise InvalidArgument(f"{what}: bytes [{offset}, {offset + n}) are past the end "
-                                  f"of a {self.nbytes}-byte buffer")
-        return offset, n
+        return device_span(offset, n, self.nbytes, what), n
 
     def view(self, dtype: np.dtype) -> np.ndarray:
         """The whole buffer as an array of ``dtype`` (cached; trailing bytes dropped)."""

@@ -11,26 +11,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from gompute_core.errors import AllocFailed, CopyFailed, InvalidArgument
+from gompute_core.runtime.transfer import device_span, host_span
 
 from .driver import cuda, guarded
 
 if TYPE_CHECKING:
     from .device import CudaDevice
     from .stream import CudaStream
-
-
-def host_bytes(host: Any, nbytes: int | None, what: str) -> tuple[np.ndarray, int]:
-    """A flat uint8 view of a C-contiguous host array and the byte count to move."""
-    if not isinstance(host, np.ndarray):
-        raise InvalidArgument(f"{what}: expected a NumPy array, got {type(host).__name__}")
-    if not host.flags.c_contiguous:
-        raise InvalidArgument(f"{what}: the host array must be C-contiguous")
-    n = host.nbytes if nbytes is None else nbytes
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
-        raise InvalidArgument(f"{what}: nbytes must be a non-negative int, got {nbytes!r}")
-    if n > host.nbytes:
-        raise InvalidArgument(f"{what}: nbytes={n} exceeds the host array's {host.nbytes} bytes")
-    return host.reshape(-1).view(np.uint8), int(n)
 
 
 class CudaBuffer:
@@ -50,12 +37,7 @@ class CudaBuffer:
     def _span(self, offset: int, n: int, what: str) -> int:
         if self._alloc is None:
             raise InvalidArgument(f"{what}: buffer used after free()")
-        if isinstance(offset, bool) or not isinstance(offset, (int, np.integer)) or offset < 0:
-            raise InvalidArgument(f"{what}: offset must be a non-negative int, got {offset!r}")
-        if offset + n > self.nbytes:
-            raise InvalidArgument(f"{what}: {n} bytes at offset {offset} pass the end of a "
-                                  f"{self.nbytes}-byte buffer")
-        return self.ptr + int(offset)
+        return self.ptr + device_span(offset, n, self.nbytes, what)
 
     @property
     def freed(self) -> bool:
@@ -78,7 +60,7 @@ class CudaBuffer:
 
     def upload_at(self, offset: int, host: np.ndarray, nbytes: int | None = None) -> None:
         """Copy from ``host`` to byte ``offset``, synchronously."""
-        view, n = host_bytes(host, nbytes, "upload")
+        view, n = host_span(host, nbytes, "upload")
         dst = self._span(offset, n, "upload")
         if n:
             with guarded(CopyFailed, f"cuda: upload of {n} bytes", self._device):
@@ -86,7 +68,7 @@ class CudaBuffer:
 
     def download_at(self, offset: int, host: np.ndarray, nbytes: int | None = None) -> None:
         """Copy from byte ``offset`` into ``host``, synchronously."""
-        view, n = host_bytes(host, nbytes, "download")
+        view, n = host_span(host, nbytes, "download", writable=True)
         if not host.flags.writeable:
             raise InvalidArgument("download: the host array is read-only")
         src = self._span(offset, n, "download")
@@ -97,7 +79,7 @@ class CudaBuffer:
     def upload_at_async(self, offset: int, host: np.ndarray, stream: CudaStream,
                         nbytes: int | None = None) -> None:
         """Enqueue a copy from ``host`` (pinned for real asynchrony) on ``stream``."""
-        view, n = host_bytes(host, nbytes, "upload_at_async")
+        view, n = host_span(host, nbytes, "upload_at_async")
         dst = self._span(offset, n, "upload_at_async")
         if n:
             with guarded(CopyFailed, f"cuda: async upload of {n} bytes", self._device):
@@ -106,7 +88,7 @@ class CudaBuffer:
     def download_at_async(self, offset: int, host: np.ndarray, stream: CudaStream,
                           nbytes: int | None = None) -> None:
         """Enqueue a copy into ``host`` (pinned for real asynchrony) on ``stream``."""
-        view, n = host_bytes(host, nbytes, "download_at_async")
+        view, n = host_span(host, nbytes, "download_at_async", writable=True)
         src = self._span(offset, n, "download_at_async")
         if n:
             with guarded(CopyFailed, f"cuda: async download of {n} bytes", self._device):

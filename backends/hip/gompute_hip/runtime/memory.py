@@ -13,25 +13,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from gompute_core.errors import AllocFailed, CopyFailed, InvalidArgument
+from gompute_core.runtime.transfer import device_span, host_span
 
 from .errors import check
 
 if TYPE_CHECKING:
     from .device import HipDevice
     from .streams import HipStream
-
-
-def _host_bytes(host: np.ndarray, nbytes: int | None, what: str, writable: bool) -> int:
-    if not isinstance(host, np.ndarray):
-        raise InvalidArgument(f"{what}: host must be a NumPy array, got {type(host).__name__}")
-    if not host.flags.c_contiguous:
-        raise InvalidArgument(f"{what}: host array must be C-contiguous")
-    if writable and not host.flags.writeable:
-        raise InvalidArgument(f"{what}: host array is read-only")
-    n = host.nbytes if nbytes is None else int(nbytes)
-    if n < 0 or n > host.nbytes:
-        raise InvalidArgument(f"{what}: nbytes={n} outside the host array's {host.nbytes} bytes")
-    return n
 
 
 class HipBuffer:
@@ -54,10 +42,7 @@ class HipBuffer:
     def _range(self, offset: int, n: int, what: str) -> int:
         if self._freed:
             raise InvalidArgument(f"{what}: buffer used after free")
-        if offset < 0 or offset + n > self.nbytes:
-            raise InvalidArgument(f"{what}: bytes [{offset}, {offset + n}) outside the "
-                                  f"buffer's {self.nbytes} bytes")
-        return self._addr + offset
+        return self._addr + device_span(offset, n, self.nbytes, what)
 
     def _stream(self, stream: HipStream | None) -> Any:
         return (stream or self.device.stream).handle
@@ -73,7 +58,7 @@ class HipBuffer:
 
     def upload_at(self, offset: int, host: np.ndarray, nbytes: int | None = None) -> None:
         """Copy ``nbytes`` from ``host`` to byte ``offset``."""
-        n = _host_bytes(host, nbytes, "upload", False)
+        _, n = host_span(host, nbytes, "upload")
         dst = self._range(offset, n, "upload")
         if n:
             self.device.make_current()
@@ -81,7 +66,7 @@ class HipBuffer:
 
     def download_at(self, offset: int, host: np.ndarray, nbytes: int | None = None) -> None:
         """Copy ``nbytes`` from byte ``offset`` into ``host``."""
-        n = _host_bytes(host, nbytes, "download", True)
+        _, n = host_span(host, nbytes, "download", writable=True)
         src = self._range(offset, n, "download")
         if n:
             self.device.make_current()
@@ -107,7 +92,7 @@ class HipBuffer:
     def upload_at_async(self, offset: int, host: np.ndarray, stream: HipStream | None = None,
                         nbytes: int | None = None) -> None:
         """Enqueue a host-to-device copy (asynchronous only from pinned host memory)."""
-        n = _host_bytes(host, nbytes, "upload_at_async", False)
+        _, n = host_span(host, nbytes, "upload_at_async")
         dst = self._range(offset, n, "upload_at_async")
         if n:
             check(self.device.hip.hipMemcpyHtoDAsync(dst, host, n, self._stream(stream)),
@@ -116,7 +101,7 @@ class HipBuffer:
     def download_at_async(self, offset: int, host: np.ndarray,
                           stream: HipStream | None = None, nbytes: int | None = None) -> None:
         """Enqueue a device-to-host copy (asynchronous only into pinned host memory)."""
-        n = _host_bytes(host, nbytes, "download_at_async", True)
+        _, n = host_span(host, nbytes, "download_at_async", writable=True)
         src = self._range(offset, n, "download_at_async")
         if n:
             check(self.device.hip.hipMemcpyDtoHAsync(host, src, n, self._stream(stream)),
