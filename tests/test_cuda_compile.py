@@ -159,3 +159,15 @@ def test_nvcc_fallback_builds_the_same_kernel(tmp_path) -> None:
     assert (fmt, target) == ("cubin", "sm_90")
     assert spec.name in {s.name for s in ELFFile(io.BytesIO(image))
                          .get_section_by_name(".symtab").iter_symbols()}
+
+
+def test_compile_without_arch_takes_the_device_arch_or_says_why() -> None:
+    from gompute_core.plugins import manager
+
+    spec = entries()[KEYS[0]].spec()
+    avail = manager.probe("cuda")
+    if avail.devices:
+        assert g.compile(spec, "cuda").target == avail.devices[0].arch
+    else:
+        with pytest.raises(g.BackendUnavailable, match="no arch given and no cuda device"):
+            g.compile(spec, "cuda")

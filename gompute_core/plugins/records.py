@@ -27,6 +27,7 @@ class BackendInfo:
     kinds: tuple[Kind, ...]
     unsupported_types: tuple[str, ...] = ()
     description: str = ""
+    example_arch: str = ""  # e.g. "sm_90": what error messages suggest pinning
 
 
 @dataclass(frozen=True)
@@ -54,8 +55,9 @@ class Availability:
 class CompileRequest:
     """One kernel for one target: ``gompute_compile`` answers with an Artifact.
 
-    ``arch`` None means "the detected device's arch" (a backend that needs a
-    device to know it raises ``BackendUnavailable`` when there is none).
+    The core always names ``arch``: ``g.compile`` without one takes device 0's
+    from the probe (:func:`gompute_core.runtime.compile.detected_arch`), so no
+    plugin detects devices to compile.
     ``options`` are extra compiler options, part of the cache key.
     """
 

@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..errors import GomputeWarning, InvalidArgument
+from ..errors import BackendUnavailable, GomputeWarning, InvalidArgument
 from ..ir.kernel import KernelIR
 from ..plugins import manager
 from ..plugins.records import Artifact, CompileRequest
@@ -46,8 +46,22 @@ def compile(spec: Spec, backend: str, arch: str | None = None,
     for o in opts:
         if not isinstance(o, str):
             raise InvalidArgument(f"g.compile: option {o!r} is not a string")
+    if arch is None:
+        arch = detected_arch(backend)
     request = CompileRequest(backend=backend, kernel=spec.lower(), arch=arch, options=opts)
     return manager.compile_artifact(request)
+
+
+def detected_arch(backend: str) -> str:
+    """The arch of ``backend``'s device 0, for a compile that names none (once, here, so
+    no plugin re-implements detection); ``BackendUnavailable`` when there is no device."""
+    avail = manager.probe(backend)
+    if not avail.available or not avail.devices:
+        example = manager.require(backend).info.example_arch  # type: ignore[union-attr]
+        hint = f"arch={example!r}" if example else "arch=..."
+        raise BackendUnavailable(f"g.compile: no arch given and no {backend} device to detect "
+                                 f"one from ({avail.reason or 'no device'}); pass {hint}")
+    return avail.devices[0].arch
 
 
 def _stem(name: str, backend: str, target: str) -> str:

@@ -6,7 +6,7 @@ import threading
 
 import pluggy
 
-from gompute_core.errors import BackendUnavailable, InvalidArgument
+from gompute_core.errors import InvalidArgument
 from gompute_core.ir.kernel import KINDS
 from gompute_core.plugins.records import (
     PLUGIN_API_VERSION,
@@ -29,7 +29,7 @@ _lock = threading.Lock()
 def gompute_backend_info() -> BackendInfo:
     """CUDA: priority 300 (probed first), every kind, every scalar type."""
     return BackendInfo(name=NAME, version=__version__, api_version=PLUGIN_API_VERSION,
-                       priority=300, kinds=KINDS,
+                       priority=300, kinds=KINDS, example_arch="sm_90",
                        description="NVIDIA GPUs: CUDA C++ via NVRTC, run through pycuda")
 
 
@@ -67,21 +67,12 @@ def gompute_probe(backend: str) -> Availability | None:
 
 @hookimpl
 def gompute_compile(request: CompileRequest) -> Artifact | None:
-    """Render and compile for ``request.arch`` (default: device 0's arch)."""
+    """Render and compile for ``request.arch`` (the core always names one)."""
     if request.backend != NAME:
         return None
     from .compiler import compile_kernel
 
     arch = request.arch
-    if arch is None:
-        from .driver import cuda
-
-        try:
-            major, minor = cuda().Device(0).compute_capability()
-        except BackendUnavailable as exc:
-            raise BackendUnavailable(f"cuda: no arch given and no device to detect one "
-                                     f"({exc}); pass arch='sm_90'") from None
-        arch = f"sm_{major}{minor}"
     if not isinstance(arch, str):
         raise InvalidArgument(f"arch: expected a string like 'sm_90', got {arch!r}")
     return compile_kernel(request.kernel, arch, request.options)
