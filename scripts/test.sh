@@ -5,7 +5,8 @@
 # Usage: bash scripts/test.sh            (venv in .venv-test; override with GOMPUTE_VENV=path)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-venv="${GOMPUTE_VENV:-.venv-test}"
+# Absolute: the install scripts cd elsewhere (pycuda builds inside its unpacked sdist).
+venv="$(realpath -m "${GOMPUTE_VENV:-.venv-test}")"
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
 py="$venv/bin/python"
 "$py" -m pip install -q --upgrade pip
@@ -14,6 +15,7 @@ py="$venv/bin/python"
 bash backends/hip/install-rocm.sh "$py"
 bash backends/cuda/install-pycuda.sh "$py"
 "$py" -m pip install -q ".[test]" ./backends/cpu ./backends/cuda ./backends/hip
-"$venv/bin/ruff" check .
+# The venv may sit inside the tree (the default does): lint only the project's files.
+"$venv/bin/ruff" check --extend-exclude "$venv" .
 "$venv/bin/gompute" info
 exec "$py" -m pytest -q -p no:cacheprovider tests --pyargs gompute_core.testing --gompute-backend=cpu "$@"
