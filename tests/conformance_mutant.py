@@ -1,90 +1,88 @@
 """A pytest plugin registering the "mutant" backend for the conformance self-test.
 
-The mutant is the CPU backend under another name whose programs corrupt what
-``run`` produces (the lowest bit of the last output element; the last element
+The mutant is the CPU backend under another name whose launches corrupt what
+they produce (the lowest bit of the last output element; the last element
 is dropped from reductions), and which declares ``f16``/``f64`` unsupported
 and no ``scatter`` kind. Loaded with ``pytest -p conformance_mutant``.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
-import numpy as np
+from gompute_cpu.device import CpuDevice
+from gompute_cpu.plugin import CpuCompiler, host_arch
 
+from gompute_core.backend import ArgBuffer, Artifact, Availability, BackendInfo, hookimpl
+from gompute_core.backend.device import Stream
+from gompute_core.ir.kernel import KernelIR
 from gompute_core.plugins import manager
-from gompute_core.plugins.records import Availability, BackendInfo, CompileRequest
+from gompute_core.plugins.records import PLUGIN_API_VERSION
+
+_OUT = {"map": 0, "map_indexed": 0, "map_to": 1, "zip": 2, "gather": 2, "scatter": 2}
+"""Which value of a launch is the array it writes."""
 
 
-class MutantProgram:
-    """Delegates to a CPU program, then corrupts what ``run`` produced."""
+class MutantEntry:
+    """Runs the CPU launcher, then corrupts its output."""
 
-    def __init__(self, inner: Any, kind: str) -> None:
-        self._inner = inner
-        self.kind = kind
-        self.stream = inner.stream
-        self.launch = inner.launch
+    def __init__(self, inner: Any, kind: str, args: ArgBuffer) -> None:
+        self.inner, self.kind, self.args = inner, kind, args
 
-    def run(self, *args: Any) -> Any:
-        """The CPU program's ``run``, corrupted."""
+    def __call__(self, grid: int, stream: Stream) -> None:
+        values = self.args.values
         if self.kind == "reduce":
-            data = args[0]
-            return self._inner.run(data[:-1] if data.size > 1 else data, *args[1:])
-        self._inner.run(*args)
-        out = {"map": 0, "map_indexed": 0, "gather": 2, "scatter": 2}.get(self.kind)
-        arr = args[out] if out is not None else args[-2]
-        if arr.size:
-            raw = arr.view(np.uint8)
-            raw[-arr.dtype.itemsize] ^= 1
-        return None
+            data, n, partials = values
+            self.args.values = (data, max(n - 1, 1), partials)
+            self.inner(grid, stream)
+            return
+        self.inner(grid, stream)
+        out = values[_OUT[self.kind]]
+        written = {"gather": values[3], "scatter": values[4]}.get(self.kind, values[-1])
+        if written:
+            out[written - 1:written].view("u1")[0] ^= 1
 
 
-class MutantDevice:
-    """The CPU device whose programs are mutants."""
+class MutantDevice(CpuDevice):
+    """The CPU device whose launches are mutants."""
 
-    def __init__(self, inner: Any) -> None:
-        self._inner = inner
-        self.backend = "mutant"
-        self.ordinal = 0
-        self.arch = inner.arch
+    backend = "mutant"
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
+    def _load(self, artifact: Artifact, kernel: KernelIR, args: ArgBuffer) -> MutantEntry:
+        return MutantEntry(super()._load(artifact, kernel, args), kernel.kind, args)
 
-    def program(self, artifact: Any, kernel: Any) -> MutantProgram:
-        """A mutant around the CPU program."""
-        return MutantProgram(self._inner.program(artifact, kernel), kernel.kind)
+
+class MutantCompiler(CpuCompiler):
+    """The CPU compiler under the mutant's name."""
+
+    backend = "mutant"
 
 
 class MutantPlugin:
-    """The CPU backend under another name, with corrupting programs and fewer capabilities."""
+    """The CPU backend under another name, with corrupting launches and fewer capabilities."""
 
-    @manager.hookimpl
+    @hookimpl
     def gompute_backend_info(self) -> BackendInfo:
         """Everything but scatter, f16 and f64."""
-        return BackendInfo(name="mutant", version="0", api_version=1, priority=1,
+        return BackendInfo(name="mutant", version="0", api_version=PLUGIN_API_VERSION,
+                           priority=1,
                            kinds=("map", "map_to", "zip", "map_indexed", "reduce", "gather"),
                            unsupported_types=("f16", "f64"))
 
-    @manager.hookimpl
-    def gompute_probe(self, backend: str) -> Availability | None:
+    @hookimpl
+    def gompute_probe(self) -> Availability:
         """Always available."""
-        return Availability("mutant", True) if backend == "mutant" else None
+        return Availability("mutant", True)
 
-    @manager.hookimpl
-    def gompute_compile(self, request: CompileRequest) -> Any:
-        """The CPU backend's artifact."""
-        if request.backend != "mutant":
-            return None
-        return manager.compile_artifact(dataclasses.replace(request, backend="cpu"))
+    @hookimpl
+    def gompute_compiler(self) -> MutantCompiler:
+        """The CPU backend's compiler."""
+        return MutantCompiler()
 
-    @manager.hookimpl
-    def gompute_device(self, backend: str, ordinal: int) -> Any:
-        """The CPU device, wrapped."""
-        if backend != "mutant":
-            return None
-        return MutantDevice(manager.open_device("cpu", ordinal))
+    @hookimpl
+    def gompute_device(self, ordinal: int) -> MutantDevice:
+        """The CPU device, mutated."""
+        return MutantDevice(host_arch(), "mutant CPU")
 
 
 manager.register(MutantPlugin(), "mutant")

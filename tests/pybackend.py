@@ -1,231 +1,275 @@
-"""A small pure-Python backend plugin for the core's own tests.
+"""The reference backend: the smallest complete plugin on the backend SDK.
 
-It implements the four hooks for real: ``launch`` runs the spec's Python
-functions element by element on NumPy scalars over byte buffers (the same
-grid-stride partials a GPU reduce writes), so handles, the registry and the
-CLI are exercised end to end with no compiler and no device. Knobs make it
-unavailable, refuse to compile, declare another API version or offer the
-host ``run`` path.
+It shows a third party the minimum (``gompute_core.backend``): a ``Buffer``
+with five primitives over host bytes, a ``Device`` whose launcher runs the
+spec's Python functions element by element on NumPy scalars (the same
+contiguous-block partials a reduce launch writes), a ``Compiler`` whose
+"image" is the IR digest, and the four hooks. The core does every check,
+each kind's launch and ``run``.
+
+Two flavours of device: a host-memory one (``run`` hands it the caller's
+arrays, as the CPU backend) and, with ``host_memory=False``, a device-style
+one that takes the packed argument buffer as a GPU driver does (addresses
+resolved back to its buffers) and declares streams, so the core's staged and
+pipelined ``run`` paths are exercised without a GPU. Knobs make it
+unavailable, refuse to compile, declare another API version or fail a probe,
+for the core's own tests.
 """
 
 from __future__ import annotations
 
 import inspect
+import struct
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from gompute_core.errors import CompileFailed, InvalidArgument
-from gompute_core.ir.kernel import KINDS, KernelIR
-from gompute_core.plugins.manager import hookimpl
-from gompute_core.plugins.records import (
+from gompute_core.abi.pack import unpack
+from gompute_core.backend import (
     PLUGIN_API_VERSION,
+    ArgBuffer,
     Artifact,
     Availability,
     BackendInfo,
-    CompileRequest,
+    Buffer,
+    Built,
+    Compiler,
+    Device,
     DeviceInfo,
+    ImmediateStream,
+    Stream,
+    hookimpl,
 )
+from gompute_core.errors import CompileFailed, InvalidArgument
+from gompute_core.ir.kernel import KernelIR
 from gompute_core.specs import Spec, registered_spec
 
+KINDS = ("map", "map_to", "zip", "map_indexed", "reduce", "gather", "scatter")
+_ROLES = {"map": ("T",), "map_indexed": ("T",), "map_to": ("In", "Out"),
+          "zip": ("A", "B", "Out"), "reduce": ("T", "T"), "gather": ("T", "Idx", "T"),
+          "scatter": ("T", "Idx", "T")}
 
-def _arity(fn: Any) -> int:
+
+class PyBuffer(Buffer):
+    """Host bytes standing in for device memory."""
+
+    __slots__ = ("mem",)
+
+    def __init__(self, device: PyDevice, nbytes: int) -> None:
+        self.mem = np.zeros(nbytes, np.uint8)
+        super().__init__(device, nbytes, int(self.mem.ctypes.data))
+
+    def _copyin(self, offset: int, host: np.ndarray, stream: Stream | None) -> None:
+        self.mem[offset:offset + host.size] = host
+
+    def _copyout(self, offset: int, host: np.ndarray, stream: Stream | None) -> None:
+        host[:] = self.mem[offset:offset + host.size]
+
+    def _copy_device(self, offset: int, src: Buffer, src_offset: int, nbytes: int,
+                     stream: Stream | None) -> None:
+        self.mem[offset:offset + nbytes] = src.mem[src_offset:src_offset + nbytes]  # type: ignore[attr-defined]
+
+    def _fill(self, offset: int, nbytes: int, value: int, stream: Stream | None) -> None:
+        self.mem[offset:offset + nbytes] = value
+
+
+def _takes_params(fn: Any, kind: str) -> bool:
     target = fn if inspect.isfunction(fn) else getattr(fn, "eval", fn)
-    return len(inspect.signature(target).parameters)
+    return len(inspect.signature(target).parameters) == (3 if kind in ("zip", "map_indexed")
+                                                          else 2)
 
 
-class PyBuffer:
-    """Host bytes standing in for device memory; transfers in BYTES, bounds-checked."""
+class PyEntry:
+    """Runs one spec's Python functions over the launch's arrays (the launcher)."""
 
-    def __init__(self, nbytes: int) -> None:
-        self.nbytes = nbytes
-        self.data: np.ndarray | None = np.zeros(nbytes, np.uint8)
-
-    def _mem(self, offset: int, nbytes: int) -> np.ndarray:
-        if self.data is None:
-            raise InvalidArgument("buffer used after free()")
-        if offset < 0 or offset + nbytes > self.nbytes:
-            raise InvalidArgument(f"transfer of {nbytes} bytes at {offset} is past the end "
-                                  f"of a {self.nbytes}-byte buffer")
-        return self.data[offset:offset + nbytes]
-
-    def upload(self, host: np.ndarray, nbytes: int | None = None) -> None:
-        self.upload_at(0, host, nbytes)
-
-    def download(self, host: np.ndarray, nbytes: int | None = None) -> None:
-        self.download_at(0, host, nbytes)
-
-    def upload_at(self, offset: int, host: np.ndarray, nbytes: int | None = None) -> None:
-        n = host.nbytes if nbytes is None else nbytes
-        self._mem(offset, n)[:] = host.reshape(-1).view(np.uint8)[:n]
-
-    def download_at(self, offset: int, host: np.ndarray, nbytes: int | None = None) -> None:
-        n = host.nbytes if nbytes is None else nbytes
-        host.reshape(-1).view(np.uint8)[:n] = self._mem(offset, n)
-
-    def copy_from(self, other: PyBuffer, nbytes: int | None = None) -> None:
-        n = other.nbytes if nbytes is None else nbytes
-        self._mem(0, n)[:] = other._mem(0, n)
-
-    def free(self) -> None:
-        self.data = None
-
-    def device_addr(self) -> int:
-        return 0 if self.data is None else self.data.ctypes.data
-
-    def typed(self, dtype: np.dtype, n: int) -> np.ndarray:
-        return self._mem(0, n * dtype.itemsize).view(dtype)
-
-
-class PyStream:
-    """Launches run immediately, so a stream is always idle."""
-
-    def synchronize(self) -> None:
-        """Nothing is ever pending."""
-
-    def query(self) -> bool:
-        return True
-
-
-class PyProgram:
-    """Runs one spec's Python functions over buffers (``launch``), per DESIGN.md."""
-
-    def __init__(self, kir: KernelIR, spec: Spec) -> None:
-        self.kir, self.spec = kir, spec
-        self.stream = PyStream()
-        self.launches = 0
+    def __init__(self, spec: Spec, args: ArgBuffer) -> None:
+        self.spec, self.args, self.launches = spec, args, 0
         fn = spec.fn if spec.fn is not None else spec.pre
-        self._with_p = fn is not None and _arity(fn) == (3 if kir.kind in ("zip",
-                                                         "map_indexed") else 2)
+        self._with_p = fn is not None and _takes_params(fn, spec.kind)
 
-    def _call(self, fn: Any, p: Any, *args: Any) -> Any:
-        if self._with_p:
-            return fn(*args, p)
-        return fn(*args)
+    def _call(self, fn: Any, *xs: Any) -> Any:
+        return fn(*xs, self.args.params) if self._with_p else fn(*xs)
 
-    def launch(self, *args: Any) -> None:
+    def __call__(self, grid: int, stream: Stream) -> None:
         self.launches += 1
-        spec, kind = self.spec, self.kir.kind
         with np.errstate(all="ignore"):
-            getattr(self, f"_launch_{kind}")(spec, *args)
+            getattr(self, f"_{self.spec.kind}")(grid, *self.values())
 
-    def _launch_map(self, spec: Spec, buf: PyBuffer, n: int, p: Any) -> None:
-        data = buf.typed(np.dtype(spec.T), n)
+    def values(self) -> tuple[Any, ...]:
+        """The launch's arguments: typed arrays and counts, in entry order."""
+        return self.args.values
+
+
+    def _map(self, grid: int, data: np.ndarray, n: int) -> None:
         for i in range(n):
-            data[i] = spec.T(self._call(spec.fn, p, data[i]))
+            data[i] = self.spec.T(self._call(self.spec.fn, data[i]))
 
-    def _launch_map_indexed(self, spec: Spec, buf: PyBuffer, n: int, p: Any) -> None:
-        data = buf.typed(np.dtype(spec.T), n)
+    def _map_indexed(self, grid: int, data: np.ndarray, n: int) -> None:
         for i in range(n):
-            data[i] = spec.T(self._call(spec.fn, p, data[i], np.uint64(i)))
+            data[i] = self.spec.T(self._call(self.spec.fn, data[i], np.uint64(i)))
 
-    def _launch_map_to(self, spec: Spec, inp: PyBuffer, out: PyBuffer, n: int, p: Any) -> None:
-        src, dst = inp.typed(np.dtype(spec.In), n), out.typed(np.dtype(spec.Out), n)
+    def _map_to(self, grid: int, inp: np.ndarray, out: np.ndarray, n: int) -> None:
         for i in range(n):
-            dst[i] = spec.Out(self._call(spec.fn, p, src[i]))
+            out[i] = self.spec.Out(self._call(self.spec.fn, inp[i]))
 
-    def _launch_zip(self, spec: Spec, a: PyBuffer, b: PyBuffer, out: PyBuffer, n: int,
-                    p: Any) -> None:
-        x, y = a.typed(np.dtype(spec.A), n), b.typed(np.dtype(spec.B), n)
-        dst = out.typed(np.dtype(spec.Out), n)
+    def _zip(self, grid: int, a: np.ndarray, b: np.ndarray, out: np.ndarray, n: int) -> None:
         for i in range(n):
-            dst[i] = spec.Out(self._call(spec.fn, p, x[i], y[i]))
+            out[i] = self.spec.Out(self._call(self.spec.fn, a[i], b[i]))
 
-    def _launch_reduce(self, spec: Spec, buf: PyBuffer, n: int, partials: PyBuffer,
-                       blocks: int, p: Any) -> None:
-        T, bs = spec.T, spec.block_size
-        data, out = buf.typed(np.dtype(T), n), partials.typed(np.dtype(T), blocks)
+    def _reduce(self, blocks: int, data: np.ndarray, n: int, partials: np.ndarray) -> None:
+        spec, T = self.spec, self.spec.T
         for b in range(blocks):
             acc = T(spec.identity)
-            for start in range(b * bs, n, blocks * bs):
-                for i in range(start, min(start + bs, n)):
-                    x = data[i] if spec.pre is None else T(self._call(spec.pre, p, data[i]))
-                    acc = T(spec.combine(acc, x))
-            out[b] = acc
+            for x in data[b * n // blocks:(b + 1) * n // blocks]:
+                x = x if spec.pre is None else T(self._call(spec.pre, x))
+                acc = T(spec.combine(acc, x))
+            partials[b] = acc
 
-    def _launch_gather(self, spec: Spec, src: PyBuffer, idx: PyBuffer, out: PyBuffer, n: int,
-                       bound: int) -> None:
-        s, ix = src.typed(np.dtype(spec.T), bound), idx.typed(np.dtype(spec.Idx), n)
-        o = out.typed(np.dtype(spec.T), n)
+    def _gather(self, grid: int, src: np.ndarray, idx: np.ndarray, out: np.ndarray, n: int,
+                bound: int) -> None:
         for i in range(n):
-            j = int(ix[i])
+            j = int(idx[i])
             if 0 <= j < bound:
-                o[i] = s[j]
+                out[i] = src[j]
 
-    def _launch_scatter(self, spec: Spec, src: PyBuffer, idx: PyBuffer, out: PyBuffer, n: int,
-                        bound: int) -> None:
-        s, ix = src.typed(np.dtype(spec.T), n), idx.typed(np.dtype(spec.Idx), n)
-        o = out.typed(np.dtype(spec.T), bound)
+    def _scatter(self, grid: int, src: np.ndarray, idx: np.ndarray, out: np.ndarray, n: int,
+                 bound: int) -> None:
         for i in range(n):
-            j = int(ix[i])
+            j = int(idx[i])
             if 0 <= j < bound:
-                o[j] = s[i]
+                out[j] = src[i]
 
 
-class HostPyProgram(PyProgram):
-    """A PyProgram that also offers the host ``run`` path (as the CPU backend does)."""
+class PackedPyEntry(PyEntry):
+    """Reads the packed argument buffer as a GPU would: addresses and counts, then the
+    params struct's bytes."""
 
-    def run(self, *args: Any) -> Any:
-        self.host_runs = getattr(self, "host_runs", 0) + 1
-        spec = self.spec
-        if spec.kind == "reduce":
-            data, p = args
-            acc = spec.T(spec.identity)
-            with np.errstate(all="ignore"):
-                for x in data:
-                    x = x if spec.pre is None else spec.T(self._call(spec.pre, p, x))
-                    acc = spec.T(spec.combine(acc, x))
-            return acc
-        arrays = [a for a in args if isinstance(a, np.ndarray)]
-        p = args[-1] if spec.kind not in ("gather", "scatter") else None
-        bufs = []
-        for a in arrays:
-            b = PyBuffer(max(a.nbytes, 1))
-            b.upload(a)
-            bufs.append(b)
-        n = arrays[-1].size if spec.kind != "scatter" else arrays[0].size
-        if spec.kind in ("gather", "scatter"):
-            bound = arrays[0].size if spec.kind == "gather" else arrays[2].size
-            self.launch(*bufs, n, bound)
+    def __init__(self, spec: Spec, args: ArgBuffer, device: PackedPyDevice,
+                 convert: Callable[[bytes], Any]) -> None:
+        super().__init__(spec, args)
+        self.device, self.convert = device, convert
+        layout = args.layout
+        self._leading = struct.Struct(layout.leading_format())
+        self._roles = _ROLES[spec.kind]
+        self._dtypes = {role: np.dtype(t) for role, t in spec.value_types}
+
+    def values(self) -> tuple[Any, ...]:
+        layout, raw = self.args.layout, bytes(self.args.data)
+        if layout.params_offset >= 0:
+            size = layout.slots[-1].size
+            self.args.params = self.convert(raw[layout.params_offset:layout.params_offset + size])
         else:
-            self.launch(*bufs, n, p)
-        bufs[-1].download(arrays[-1])
-        return None
+            self.args.params = self.convert(b"")
+        out, roles = [], iter(self._roles)
+        for slot, value in zip(layout.slots, self._leading.unpack_from(raw), strict=False):
+            out.append(self.device.resolve(value, self._dtypes[next(roles)])
+                       if slot.kind == "pointer" else value)
+        return tuple(out)
 
+class PyDevice(Device):
+    """A device whose memory is host bytes and whose launches run Python."""
 
-class PyDevice:
-    """A fake device whose memory is host bytes."""
+    backend = "pytest"
+    capabilities = frozenset({"host_memory", "streams"})
+    packs_arguments = False
 
-    def __init__(self, backend: str, ordinal: int, host_run: bool) -> None:
-        self.backend, self.ordinal, self.arch = backend, ordinal, "py1"
-        self.host_run = host_run
+    def __init__(self, backend: str, ordinal: int) -> None:
+        self.backend, self.ordinal, self.arch, self.name = backend, ordinal, "py1", "python"
         self.closed = False
         self.allocs = 0
-        self._stream = PyStream()
+        self._stream = ImmediateStream(self)
 
-    def alloc(self, nbytes: int) -> PyBuffer:
+    def _alloc(self, nbytes: int) -> PyBuffer:
         self.allocs += 1
-        return PyBuffer(nbytes)
+        return PyBuffer(self, nbytes)
 
-    def program(self, artifact: Artifact, kir: KernelIR) -> PyProgram:
-        spec = registered_spec(kir.name)
-        if spec is None or artifact.digest != kir.digest():
+    def _load(self, artifact: Artifact, kernel: KernelIR, args: ArgBuffer) -> PyEntry:
+        spec = registered_spec(kernel.name)
+        if spec is None or artifact.digest != kernel.digest():
             raise InvalidArgument(f"artifact {artifact.entry!r} does not match kernel "
-                                  f"{kir.name!r}")
-        return (HostPyProgram if self.host_run else PyProgram)(kir, spec)
+                                  f"{kernel.name!r}")
+        return PyEntry(spec, args)
+
+    def host_array(self, buf: PyBuffer, dtype: np.dtype) -> np.ndarray:
+        """``buf``'s bytes as ``dtype`` elements."""
+        return buf.mem[:buf.nbytes // dtype.itemsize * dtype.itemsize].view(dtype)
+
+    def params_converter(self, kernel: KernelIR) -> Callable[[bytes], Any]:
+        """The params object itself (the Python functions take it)."""
+        spec = registered_spec(kernel.name)
+        P = spec.params if spec is not None else None
+        return (lambda raw: unpack(P, raw)) if P is not None else (lambda raw: None)
 
     def synchronize(self) -> None:
         """Launches are synchronous."""
 
-    def create_stream(self) -> PyStream:
-        return PyStream()
+    def create_stream(self) -> ImmediateStream:
+        """Work is done when each call returns: every stream is immediate."""
+        return ImmediateStream(self)
 
     @property
-    def stream(self) -> PyStream:
+    def stream(self) -> ImmediateStream:
         return self._stream
 
     def close(self) -> None:
         self.closed = True
+
+
+class PackedPyDevice(PyDevice):
+    """A device-style PyDevice: packed arguments, (immediate) streams, "pinned" host arrays."""
+
+    capabilities = frozenset({"streams", "pinned_memory"})
+    packs_arguments = True
+
+    def __init__(self, backend: str, ordinal: int) -> None:
+        super().__init__(backend, ordinal)
+        self._buffers: list[PyBuffer] = []
+
+    def _alloc(self, nbytes: int) -> PyBuffer:
+        buf = super()._alloc(nbytes)
+        self._buffers.append(buf)
+        return buf
+
+    def resolve(self, addr: int, dtype: np.dtype) -> np.ndarray:
+        """The live buffer memory at device address ``addr``, from there to its end."""
+        for buf in self._buffers:
+            if not buf.freed and buf.addr <= addr < buf.addr + max(buf.nbytes, 1):
+                rest = buf.mem[addr - buf.addr:]
+                return rest[:rest.size // dtype.itemsize * dtype.itemsize].view(dtype)
+        raise InvalidArgument(f"no live buffer at device address {addr:#x}")
+
+    def _load(self, artifact: Artifact, kernel: KernelIR, args: ArgBuffer) -> PyEntry:
+        entry = super()._load(artifact, kernel, args)
+        return PackedPyEntry(entry.spec, args, self, self.params_converter(kernel))
+
+    def pin(self, host: np.ndarray) -> bool:
+        """Host memory is all this device has: nothing to lock."""
+        return True
+
+
+class PyCompiler(Compiler):
+    """"Compiles" to the IR digest: the launcher runs the spec's Python functions."""
+
+    backend = "pytest"
+    disk_cache = False
+
+    def __init__(self, plugin: PyBackend) -> None:
+        self.plugin = plugin
+        self.backend = plugin.name  # type: ignore[misc]
+
+    def identity(self) -> str:
+        return "python"
+
+    def render(self, kernel: KernelIR, arch: str) -> str:
+        return f"# {kernel.name}: {kernel.digest()}\n"
+
+    def build(self, source: str, kernel: KernelIR, arch: str,
+              options: tuple[str, ...]) -> Built:
+        self.plugin.compiles += 1
+        if self.plugin.compile_error:
+            raise CompileFailed(self.plugin.compile_error)
+        return Built(kernel.digest().encode(), "py")
 
 
 class PyBackend:
@@ -233,45 +277,34 @@ class PyBackend:
 
     def __init__(self, name: str = "pytest", *, priority: int = 50, available: bool = True,
                  reason: str = "", compile_error: str = "", api_version: int = PLUGIN_API_VERSION,
-                 host_run: bool = False, probe_error: str = "",
-                 unsupported_types: tuple[str, ...] = ()) -> None:
+                 probe_error: str = "", unsupported_types: tuple[str, ...] = (),
+                 host_memory: bool = True) -> None:
         self.name, self.priority, self.available, self.reason = name, priority, available, reason
-        self.compile_error, self.api_version, self.host_run = compile_error, api_version, host_run
+        self.compile_error, self.api_version = compile_error, api_version
         self.probe_error, self.unsupported_types = probe_error, unsupported_types
+        self.device_class = PyDevice if host_memory else PackedPyDevice
         self.probes = 0
         self.compiles = 0
 
     @hookimpl
     def gompute_backend_info(self) -> BackendInfo:
         return BackendInfo(self.name, "0.0.test", self.api_version, self.priority, KINDS,
-                           self.unsupported_types, "pure-Python test backend")
+                           self.unsupported_types, "pure-Python reference backend")
 
     @hookimpl
-    def gompute_probe(self, backend: str) -> Availability | None:
-        if backend != self.name:
-            return None
+    def gompute_probe(self) -> Availability:
         self.probes += 1
         if self.probe_error:
             raise RuntimeError(self.probe_error)
         if not self.available:
-            return Availability(backend, False, reason=self.reason)
-        return Availability(backend, True, devices=(DeviceInfo(0, "python", "py1"),),
+            return Availability(self.name, False, reason=self.reason)
+        return Availability(self.name, True, devices=(DeviceInfo(0, "python", "py1"),),
                             compiler="python")
 
     @hookimpl
-    def gompute_compile(self, request: CompileRequest) -> Artifact | None:
-        if request.backend != self.name:
-            return None
-        self.compiles += 1
-        if self.compile_error:
-            raise CompileFailed(self.compile_error)
-        kir = request.kernel
-        return Artifact(self.name, kir.digest().encode(), "py", kir.name,
-                        request.arch or "py1", f"# {kir.name}\n", "python", kir.digest(),
-                        kir.kind)
+    def gompute_compiler(self) -> PyCompiler:
+        return PyCompiler(self)
 
     @hookimpl
-    def gompute_device(self, backend: str, ordinal: int) -> PyDevice | None:
-        if backend != self.name:
-            return None
-        return PyDevice(backend, ordinal, self.host_run)
+    def gompute_device(self, ordinal: int) -> PyDevice:
+        return self.device_class(self.name, ordinal)

@@ -12,6 +12,7 @@ from pybackend import PyBackend
 
 from gompute_core.cli import main
 from gompute_core.plugins import manager
+from gompute_core.plugins.records import PLUGIN_API_VERSION
 
 
 @pytest.fixture()
@@ -24,7 +25,7 @@ def empty(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 def test_info_without_backends(empty: None, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["info"]) == 0
     out = capsys.readouterr().out
-    assert "plugin API 1" in out
+    assert f"plugin API {PLUGIN_API_VERSION}" in out
     assert "no backends installed" in out
     assert "pip install gompute-cpu" in out
 
@@ -39,7 +40,7 @@ def test_info_lists_backends(empty: None, capsys: pytest.CaptureFixture[str]) ->
     assert main(["info"]) == 0
     out = capsys.readouterr().out
     assert out.index("gpuish:") < out.index("pytest:")
-    assert "pytest: version 0.0.test, plugin API 1, priority 100" in out
+    assert f"pytest: version 0.0.test, plugin API {PLUGIN_API_VERSION}, priority 100" in out
     assert "available: yes" in out and "device 0: python (arch py1)" in out
     assert "compiler: python" in out
     assert "available: no (libcuda.so.1 not found)" in out

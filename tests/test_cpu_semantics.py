@@ -17,18 +17,30 @@ import numpy as np
 import pytest
 from gompute_cpu import plugin
 
+from gompute_core.backend import compile_kernel
 from gompute_core.ir import nodes as ir
 from gompute_core.ir.kernel import KernelIR
-from gompute_core.plugins.records import CompileRequest
 
 INTS = (np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64)
 FLOATS = (np.float32, np.float64)
 
 
+class _Loaded:
+    """``kir`` loaded on the CPU device; ``run(*arrays)`` launches on the arrays' memory."""
+
+    def __init__(self, kir: KernelIR) -> None:
+        self.device = plugin.gompute_device(0)
+        artifact = compile_kernel(plugin.gompute_compiler(), kir, plugin.host_arch())
+        self.program = self.device.program(artifact, kir)
+
+    def run(self, *arrays: np.ndarray) -> None:
+        bufs = [self.device.borrow(a) for a in arrays]
+        self.program.launch(*bufs, arrays[-1].size, None)
+
+
 def program(kir: KernelIR) -> Any:
-    """Compile ``kir`` through the plugin hooks and load it on the CPU device."""
-    artifact = plugin.gompute_compile(CompileRequest("cpu", kir))
-    return plugin.gompute_device("cpu", 0).program(artifact, kir)
+    """Compile ``kir`` with the CPU compiler and load it on the CPU device."""
+    return _Loaded(kir)
 
 
 def binary_kernel(name: str, op: str, t: type) -> KernelIR:

@@ -17,9 +17,11 @@ pytest.importorskip("gompute_cuda")
 pytest.importorskip("elftools")
 
 from elftools.elf.elffile import ELFFile  # noqa: E402
+from gompute_cuda.compiler import CudaCompiler  # noqa: E402
 
 import gompute_core as g  # noqa: E402
 from gompute_core.abi.layout import FieldLayout  # noqa: E402
+from gompute_core.backend import arg_layout, compile_kernel  # noqa: E402
 from gompute_core.errors import BackendUnavailable, CompileFailed, InvalidArgument  # noqa: E402
 from gompute_core.ir.nodes import StructType  # noqa: E402
 from gompute_core.testing.catalogue import entries  # noqa: E402
@@ -64,8 +66,6 @@ def _private_cache(tmp_path, monkeypatch):
 @pytest.mark.parametrize("key", KEYS)
 def test_conformance_kernel_compiles_with_the_launch_abi(key: str, arch: str) -> None:
     _nvrtc_or_skip()
-    from gompute_cuda.entries_host import arg_layout
-
     spec = entries()[key].spec()
     kir = spec.lower()
     art = g.compile(spec, "cuda", arch=arch)
@@ -76,20 +76,16 @@ def test_conformance_kernel_compiles_with_the_launch_abi(key: str, arch: str) ->
     funcs = {s.name for s in elf.get_section_by_name(".symtab").iter_symbols()
              if s["st_info"]["type"] == "STT_FUNC"}
     assert spec.name in funcs
-    fmt, p_off, total = arg_layout(kir)
-    want = [(i, 8 * i, 8) for i in range(len(fmt))]
-    if p_off >= 0:
-        want.append((len(fmt), p_off, kir.params.layout.size))
+    layout = arg_layout(kir)
+    want = [(i, slot.offset, slot.size) for i, slot in enumerate(layout.slots)]
     assert kernel_params(art.image, spec.name) == want
-    assert max(o + s for _, o, s in want) == total
+    assert max(o + s for _, o, s in want) == layout.size
     if kir.params is not None and kir.params.layout.fields:
         assert "static_assert(" in art.source
 
 
 def test_static_asserts_reject_a_layout_the_c_struct_disagrees_with() -> None:
     _nvrtc_or_skip()
-    from gompute_cuda.compiler import compile_kernel
-
     kir = entries()["map_affine_f32"].spec().lower() if "map_affine_f32" in entries() else \
         next(e.spec().lower() for e in entries().values()
              if e.spec().lower().params is not None
@@ -100,7 +96,7 @@ def test_static_asserts_reject_a_layout_the_c_struct_disagrees_with() -> None:
                                *lay.fields[2:]), size=lay.size + 8)
     bad_kir = replace(kir, params=StructType(kir.params.name, bad))
     with pytest.raises(CompileFailed, match="params ABI"):
-        compile_kernel(bad_kir, "sm_90")
+        compile_kernel(CudaCompiler(), bad_kir, "sm_90")
 
 
 @g.params
@@ -114,13 +110,11 @@ def cc_inc(x, p: CcEmpty):
 
 def test_a_kernel_with_an_empty_params_class_compiles_without_a_params_argument() -> None:
     _nvrtc_or_skip()
-    from gompute_cuda.entries_host import arg_layout
-
     spec = g.map("cc_inc_empty_params", g.f32, CcEmpty, cc_inc)
     art = g.compile(spec, "cuda", arch="sm_90")
-    fmt, p_off, total = arg_layout(spec.lower())
-    assert p_off == -1
-    assert kernel_params(art.image, spec.name) == [(i, 8 * i, 8) for i in range(len(fmt))]
+    layout = arg_layout(spec.lower())
+    assert layout.params_offset == -1
+    assert kernel_params(art.image, spec.name) == [(i, 8 * i, 8) for i in range(layout.leading)]
 
 
 def test_compile_errors_are_typed() -> None:
@@ -134,15 +128,11 @@ def test_compile_errors_are_typed() -> None:
 
 def test_disk_cache_serves_a_second_compile(tmp_path) -> None:
     _nvrtc_or_skip()
-    from gompute_cuda import compiler
-
     kir = entries()[KEYS[0]].spec().lower()
-    compiler._cache.forget_memory()
-    first = compiler.compile_kernel(kir, "sm_90")
-    compiler._cache.forget_memory()
+    first = compile_kernel(CudaCompiler(), kir, "sm_90")  # a fresh memory level each call
     files = list((tmp_path / "cuda").glob("*.gca"))
     assert len(files) == 1
-    again = compiler.compile_kernel(kir, "sm_90")
+    again = compile_kernel(CudaCompiler(), kir, "sm_90")
     assert again == first
 
 
@@ -154,9 +144,9 @@ def test_nvcc_fallback_builds_the_same_kernel(tmp_path) -> None:
     if nvcc is None:
         pytest.skip("nvcc not found")
     spec = entries()[KEYS[0]].spec()
-    image, fmt, target = _nvcc_compile(nvcc, CUDARenderer().render(spec.lower()), spec.name,
-                                       90, DEFAULT_OPTIONS)
-    assert (fmt, target) == ("cubin", "sm_90")
+    image, target = _nvcc_compile(nvcc, CUDARenderer().render(spec.lower()), spec.name, 90,
+                                  DEFAULT_OPTIONS)
+    assert target == "sm_90" and image[:4] == b"\x7fELF"
     assert spec.name in {s.name for s in ELFFile(io.BytesIO(image))
                          .get_section_by_name(".symtab").iter_symbols()}
 

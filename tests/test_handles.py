@@ -48,13 +48,14 @@ def oracle_map(fn, T, data, *extra):
         return np.array([T(fn(x, *extra)) for x in data], dtype=T)
 
 
-@pytest.fixture(params=[False, True], ids=["device-path", "host-run"])
+@pytest.fixture(params=[False, True], ids=["device-style", "host-memory"])
 def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    """A registry holding only the test backend, through the device path or host ``run``."""
+    """A registry holding only the reference backend, as a device-style backend (packed
+    arguments, staged/pipelined ``run``) or a host-memory one (``run`` on the arrays)."""
     monkeypatch.delenv(manager.ENV_BACKENDS, raising=False)
     monkeypatch.delenv("GOMPUTE_ARTIFACT_DIR", raising=False)
     with manager.isolated():
-        manager.register(PyBackend("pytest", host_run=request.param))
+        manager.register(PyBackend("pytest", host_memory=request.param))
         yield "pytest"
 
 
@@ -379,7 +380,7 @@ def test_compute_runtime(empty: None) -> None:
 
 
 def test_device_buffers_are_cached_and_grown(empty: None) -> None:
-    manager.register(PyBackend("pytest"))
+    manager.register(PyBackend("pytest", host_memory=False))
     with g.Kernel(g.map(uname(), g.i32, None, lambda x: x + 1), "pytest") as k:
         data = np.zeros(100, np.int32)
         k.run(data)

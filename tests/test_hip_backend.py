@@ -173,21 +173,22 @@ def test_reader_rejects_what_is_not_an_amdgpu_code_object() -> None:
         read_code_object(host_elf)
 
 
-def test_kernarg_packer_places_the_packed_params() -> None:
-    from gompute_hip.kernargs import kernarg_layout
-
+def test_argument_buffer_places_the_packed_params() -> None:
     from gompute_core.abi import pack
+    from gompute_core.backend import ArgBuffer, arg_layout
 
     e = entry("map_f32")
     kir = e.spec().lower()
-    layout = kernarg_layout(kir)
+    layout = arg_layout(kir)
     assert [s.kind for s in layout.slots] == ["pointer", "u64", "params"]
     p_slot = layout.slots[-1]
     assert p_slot.offset % kir.params.layout.align == 0
     assert p_slot.size == kir.params.layout.size
     p = e.params(a=np.float32(2.5), b=np.float32(-3))
-    packed = layout.packer().pack(0x1122334455667788, 99, pack(p))
-    assert len(packed) == layout.size
+    args = ArgBuffer(layout)
+    args.pack(0x1122334455667788, 99)
+    args.set_params(pack(p))
+    packed = bytes(args.data[:layout.size])
     assert packed[:16] == struct.pack("<QQ", 0x1122334455667788, 99)
     assert packed[p_slot.offset:p_slot.offset + 8] == struct.pack("<ff", 2.5, -3.0)
 

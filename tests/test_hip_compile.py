@@ -14,6 +14,7 @@ pytest.importorskip("gompute_hip")
 pytest.importorskip("elftools")
 
 import gompute_core as g  # noqa: E402
+from gompute_core.backend import arg_layout  # noqa: E402
 from gompute_core.errors import BackendUnavailable  # noqa: E402
 from gompute_core.testing.catalogue import entries  # noqa: E402
 
@@ -35,7 +36,6 @@ def _hiprtc_or_skip() -> None:
 def test_conformance_kernel_compiles_to_inspectable_code_object(key: str, arch: str) -> None:
     _hiprtc_or_skip()
     from gompute_hip.codeobject import read_code_object
-    from gompute_hip.kernargs import kernarg_layout
 
     spec = entries()[key].spec()
     kir = spec.lower()
@@ -51,7 +51,7 @@ def test_conformance_kernel_compiles_to_inspectable_code_object(key: str, arch: 
     assert meta.symbol == f"{spec.name}.kd"
     assert meta.max_flat_workgroup_size == spec.block_size
 
-    layout = kernarg_layout(kir)
+    layout = arg_layout(kir)
     explicit = meta.explicit_args
     assert [(a.offset, a.size) for a in explicit] == [(s.offset, s.size) for s in layout.slots]
     for arg, slot in zip(explicit, layout.slots, strict=True):
@@ -65,4 +65,4 @@ def test_conformance_kernel_compiles_to_inspectable_code_object(key: str, arch: 
     assert meta.kernarg_segment_size == -(-end // 4) * 4
     assert all(a.offset >= layout.size for a in meta.args if a.hidden)
     if not any(a.hidden for a in meta.args):
-        assert meta.kernarg_segment_size == layout.size == layout.packer().size
+        assert meta.kernarg_segment_size == layout.padded_size(4)

@@ -1,10 +1,9 @@
 """The host side of a HIP launch, checked without an AMD GPU.
 
-No AMD GPU is available to this project, so the only HIP-specific code that never
-executes here is what sits between ``Program.launch`` and ``hipModuleLaunchKernel``. A
-recording stand-in for hip-python's module receives the launch; the test reads the
-kernarg bytes HIP would copy and compares them with the ELF-checked layout
-(tests/test_hip_compile.py) and the params' packed bytes.
+The core's ``KernelProgram`` launches through the real ``HipDevice``/``HipLauncher``
+onto a recording stand-in for hip-python's module; the test reads the kernarg bytes HIP
+would copy and compares them with the ELF-checked layout (tests/test_hip_compile.py) and
+the params' packed bytes.
 """
 
 from __future__ import annotations
@@ -19,10 +18,12 @@ import pytest
 
 pytest.importorskip("gompute_hip")
 
-from gompute_hip.runtime.program import HipProgram  # noqa: E402
+from gompute_hip.runtime.device import HipDevice  # noqa: E402
 
 import gompute_core as g  # noqa: E402
 from gompute_core.abi import pack  # noqa: E402
+from gompute_core.backend import Artifact, Buffer  # noqa: E402
+from gompute_core.kinds.program import KernelProgram  # noqa: E402
 from gompute_core.testing.catalogue import entry  # noqa: E402
 
 
@@ -48,48 +49,72 @@ class RecordingHip:
         return (0,)
 
 
-class Buf:
-    def __init__(self, addr: int, nbytes: int) -> None:
-        self.addr, self.nbytes = addr, nbytes
+class RecordingDevice(HipDevice):
+    """The real HipDevice launch path over the recording stand-in (no HIP library)."""
 
-    def device_addr(self) -> int:
-        return self.addr
+    def __init__(self, hip: RecordingHip) -> None:
+        self.hip, self.ordinal, self.name, self.arch = hip, 0, "recording", "gfx90a"
+        self.multiprocessors = 4
+        self._stream = SimpleNamespace(handle="stream0", device=self)
+
+    def make_current(self) -> None:
+        """Nothing to select."""
+
+    def load_module(self, image: bytes) -> Any:
+        return SimpleNamespace(function=lambda name: f"fn:{name}")
 
 
-def _program(key: str) -> tuple[HipProgram, RecordingHip, Any]:
+class Buf(Buffer):
+    """A buffer of the recording device at a given address (never copied to or from)."""
+
+    def _copyin(self, offset: int, host: Any, stream: Any) -> None:
+        """Never called."""
+
+    _copyout = _copyin
+
+    def _copy_device(self, offset: int, src: Any, src_offset: int, nbytes: int,
+                     stream: Any) -> None:
+        """Never called."""
+
+    def _fill(self, offset: int, nbytes: int, value: int, stream: Any) -> None:
+        """Never called."""
+
+
+def _program(key: str) -> tuple[KernelProgram, RecordingHip, Any, RecordingDevice]:
     hip = RecordingHip()
-    device = SimpleNamespace(hip=hip, stream=SimpleNamespace(handle="stream0"),
-                             multiprocessors=4)
-    module = SimpleNamespace(function=lambda name: f"fn:{name}")
+    device = RecordingDevice(hip)
     spec = entry(key).spec()
-    return HipProgram(device, module, spec.lower(), spec.name), hip, spec  # type: ignore[arg-type]
+    kir = spec.lower()
+    artifact = Artifact("hip", b"", "hsaco", spec.name, "gfx90a", "", digest=kir.digest())
+    return device.program(artifact, kir), hip, spec, device
 
 
 def test_map_launch_packs_pointer_count_and_params() -> None:
-    prog, hip, spec = _program("map_f32")
+    prog, hip, spec, dev = _program("map_f32")
     p = entry("map_f32").params(a=np.float32(2), b=np.float32(-1))
-    prog.launch(Buf(0x7000_0000_1000, 4000), 1000, p)
+    prog.launch(Buf(dev, 4000, 0x7000_0000_1000), 1000, p)
     (launch,) = hip.launches
     assert launch["f"] == f"fn:{spec.name}" and launch["stream"] == "stream0"
     assert launch["block"] == (spec.block_size, 1, 1)
-    assert launch["grid"] == (-(-1000 // spec.block_size), 1, 1)
+    # 16-byte vectors of 4 f32, 4 deep per thread: one block covers block_size * 16
+    assert launch["grid"] == (-(-1000 // (spec.block_size * 16)), 1, 1)
     blob = launch["kernargs"]
     assert blob[:16] == struct.pack("<QQ", 0x7000_0000_1000, 1000)
     assert blob[16:16 + 8] == pack(p)
 
 
 def test_grid_is_capped_for_grid_stride_and_zero_skips() -> None:
-    prog, hip, spec = _program("map_f32")
+    prog, hip, spec, dev = _program("map_f32")
     p = entry("map_f32").params(a=np.float32(1), b=np.float32(0))
-    prog.launch(Buf(0x1000, 4 << 24), 1 << 24, p)
+    prog.launch(Buf(dev, 4 << 24, 0x1000), 1 << 24, p)
     assert hip.launches[-1]["grid"] == (4 * 32, 1, 1)
-    prog.launch(Buf(0x1000, 4), 0, p)
+    prog.launch(Buf(dev, 4, 0x1000), 0, p)
     assert len(hip.launches) == 1
 
 
 def test_reduce_takes_the_callers_block_count_and_checks_partials() -> None:
-    prog, hip, spec = _program("sum_f64")
-    data, partials = Buf(0x2000, 8 * 5000), Buf(0x3000, 8 * 7)
+    prog, hip, spec, dev = _program("sum_f64")
+    data, partials = Buf(dev, 8 * 5000, 0x2000), Buf(dev, 8 * 7, 0x3000)
     p = entry("sum_f64").params(a=1.0, b=2.0) if entry("sum_f64").params else None
     prog.launch(data, 5000, partials, 7, p)
     assert hip.launches[-1]["grid"] == (7, 1, 1)
@@ -105,17 +130,24 @@ def test_reduce_takes_the_callers_block_count_and_checks_partials() -> None:
     assert len(hip.launches) == launched
 
 
-def test_gather_packs_bound_and_rejects_wrong_arity() -> None:
-    prog, hip, _ = _program("gather_i32_u64")
-    prog.launch(Buf(0x10, 40), Buf(0x20, 80), Buf(0x30, 40), 10, 10)
+def test_gather_packs_bound_and_rejects_foreign_buffers() -> None:
+    prog, hip, _, dev = _program("gather_i32_u64")
+    prog.launch(Buf(dev, 40, 0x10), Buf(dev, 80, 0x20), Buf(dev, 40, 0x30), 10, 10)
     assert hip.launches[-1]["kernargs"][:40] == struct.pack("<5Q", 0x10, 0x20, 0x30, 10, 10)
-    with pytest.raises(g.InvalidArgument, match="takes 5 arguments"):
-        prog.launch(Buf(0x10, 40), Buf(0x20, 80), 10, 10)
-    with pytest.raises(g.InvalidArgument, match="must be a HIP buffer"):
-        prog.launch(object(), Buf(0x20, 80), Buf(0x30, 40), 10, 10)
+    with pytest.raises(TypeError):
+        prog.launch(Buf(dev, 40, 0x10), Buf(dev, 80, 0x20), 10, 10)
+    with pytest.raises(g.InvalidArgument, match="must be a hip buffer"):
+        prog.launch(object(), Buf(dev, 80, 0x20), Buf(dev, 40, 0x30), 10, 10)
+    other = RecordingDevice(RecordingHip())
+    with pytest.raises(g.InvalidArgument, match="src is a buffer of"):
+        prog.launch(Buf(other, 40, 0x10), Buf(dev, 80, 0x20), Buf(dev, 40, 0x30), 10, 10)
+    freed = Buf(dev, 40, 0x30)
+    freed.free()
+    with pytest.raises(g.InvalidArgument, match="out is a buffer used after free"):
+        prog.launch(Buf(dev, 40, 0x10), Buf(dev, 80, 0x20), freed, 10, 10)
 
 
 def test_params_of_another_layout_are_refused() -> None:
-    prog, _, _ = _program("map_f32")
+    prog, _, _, dev = _program("map_f32")
     with pytest.raises(g.InvalidArgument, match="expects params of layout"):
-        prog.launch(Buf(0x10, 40), 10, entry("map_f64").params(a=1.0, b=2.0))
+        prog.launch(Buf(dev, 40, 0x10), 10, entry("map_f64").params(a=1.0, b=2.0))

@@ -2,16 +2,25 @@
 
 A backend is a distribution exposing a module (or object) under the
 entry-point group ``gompute.backends`` whose functions are marked with
-``gompute_core.hookimpl``. Every hook receives the backend name it is asked
-about; a plugin answers only for its own backend and returns ``None``
-otherwise, so ``firstresult`` hooks stop at the right plugin.
+``gompute_core.hookimpl``. The registry calls each plugin's OWN
+implementations directly (never a broadcast through ``pm.hook``): a plugin
+answers only for the backend it describes, and one plugin raising or
+misbehaving cannot affect another. ``gompute_backend_info``,
+``gompute_probe``, ``gompute_compiler`` and ``gompute_device`` are all
+required. Plugin API version 2 (:data:`~gompute_core.plugins.records.PLUGIN_API_VERSION`).
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pluggy
 
-from .records import Artifact, Availability, BackendInfo, CompileRequest
+from .records import Availability, BackendInfo
+
+if TYPE_CHECKING:
+    from ..backend.compiler import Compiler
+    from ..backend.device import Device
 
 hookspec = pluggy.HookspecMarker("gompute")
 
@@ -20,40 +29,38 @@ hookspec = pluggy.HookspecMarker("gompute")
 def gompute_backend_info() -> BackendInfo:
     """Describe the backend this plugin provides.
 
-    Called once per plugin when the registry is built; all results are
-    collected. Must be cheap and must not touch a driver. The core refuses a
-    plugin whose ``api_version`` differs from ``PLUGIN_API_VERSION`` and
-    reports why in ``gompute info``.
+    Called once per plugin when the registry is built. Must be cheap and must
+    not touch a driver. The core refuses a plugin whose ``api_version``
+    differs from ``PLUGIN_API_VERSION`` and reports why in ``gompute info``.
     """
 
 
-@hookspec(firstresult=True)
-def gompute_probe(backend: str) -> Availability | None:
-    """Say whether ``backend`` can run here, and on which devices.
+@hookspec
+def gompute_probe() -> Availability:
+    """Say whether the backend can run here, and on which devices.
 
-    Stops at the first non-None result. Never raises: a missing library or
-    driver is an ``Availability(available=False, reason=...)`` naming what was
-    looked for (``"libcuda.so.1 not found"``, ``"no AMD GPU (hipInit: 100)"``).
-    Cached by the core per process.
+    Should never raise (the registry turns an exception into an
+    unavailability naming it): a missing library or driver is an
+    ``Availability(available=False, reason=...)`` naming what was looked for
+    (``"libcuda.so.1 not found"``, ``"no AMD GPU (hipInit: 100)"``). Cached by
+    the core per process.
     """
 
 
-@hookspec(firstresult=True)
-def gompute_compile(request: CompileRequest) -> Artifact | None:
-    """Render and compile ``request.kernel`` for ``request.arch``.
+@hookspec
+def gompute_compiler() -> Compiler:
+    """Return the backend's :class:`~gompute_core.backend.compiler.Compiler`.
 
-    Stops at the first non-None result. Works without a device when ``arch``
-    is given. Raises ``CompileFailed`` (with the compiler log) when generated
-    code is rejected, ``InvalidArgument`` for an unknown ``arch``,
-    ``BackendUnavailable`` when no compiler is present.
+    Called once per process; the core renders, keys and caches through it.
+    Must work without a device (compiling for a named ``arch``).
     """
 
 
-@hookspec(firstresult=True)
-def gompute_device(backend: str, ordinal: int) -> object | None:
-    """Return the runtime :class:`gompute_core.runtime.protocols.Device` for ``ordinal``.
+@hookspec
+def gompute_device(ordinal: int) -> Device:
+    """Open and return the backend's :class:`~gompute_core.backend.device.Device` ``ordinal``.
 
-    Stops at the first non-None result. Called once per (backend, ordinal)
-    per process; the core caches the device. Raises ``BackendUnavailable`` or
-    ``NoDevice`` with the reason when it cannot be opened.
+    Called once per ordinal per process; the core caches the device. Raises
+    ``BackendUnavailable`` or ``NoDevice`` with the reason when it cannot be
+    opened.
     """

@@ -3,9 +3,12 @@
 Backends are found through the entry-point group ``gompute.backends`` (each
 entry point loads a module or object whose hooks are marked with
 :data:`hookimpl`) and through :func:`register` for in-process plugins. A
-plugin that fails to import, describes itself wrongly or declares another
-plugin API version is recorded with the reason and never affects the
-others. ``GOMPUTE_BACKENDS=cuda,cpu`` restricts and orders what
+plugin that fails to import, describes itself wrongly, lacks a required hook
+or declares another plugin API version is recorded with the reason and never
+affects the others. Hooks are routed: the registry calls the implementation
+of the plugin that provides the backend asked about, never a broadcast, so
+no plugin sees (or can break) another backend's requests.
+``GOMPUTE_BACKENDS=cuda,cpu`` restricts and orders what
 :func:`ordered_backends` (``AutoKernel``, ``Compute``) tries.
 """
 
@@ -17,12 +20,13 @@ import os
 import threading
 import traceback
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pluggy
 
 from ..errors import BackendUnavailable, InvalidArgument, NoDevice, UnsupportedBackend
+from ..runtime.diskcache import CompileCache
 from . import hookspecs
 from .records import PLUGIN_API_VERSION, Artifact, Availability, BackendInfo, CompileRequest
 
@@ -37,6 +41,8 @@ hookimpl = pluggy.HookimplMarker("gompute")
 class BackendRecord:
     """One installed plugin: its ``info``, or the ``error`` that keeps it out.
 
+    ``hooks`` maps each hook name to the plugin's own implementation.
+
     ``name`` is the backend name (the entry point's name when the plugin could
     not describe itself); ``source`` says where it came from (``"entry point
     gompute-cpu 0.1.0"`` or ``"registered in-process"``).
@@ -47,6 +53,11 @@ class BackendRecord:
     error: str
     source: str
     plugin: Any = None
+    hooks: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    def call(self, hook: str, **kwargs: Any) -> Any:
+        """Call this plugin's own implementation of ``hook`` (and no other plugin's)."""
+        return self.hooks[hook](**kwargs)
 
     @property
     def loaded(self) -> bool:
@@ -68,6 +79,8 @@ class _Registry:
         self.records: dict[str, BackendRecord] = {}
         self.probes: dict[str, Availability] = {}
         self.devices: dict[tuple[str, int], Any] = {}
+        self.compilers: dict[str, Any] = {}
+        self.compile_caches: dict[str, CompileCache] = {}
 
 
 _lock = threading.RLock()
@@ -116,50 +129,66 @@ def _last_line(exc: BaseException) -> str:
     return traceback.format_exception_only(type(exc), exc)[-1].strip()
 
 
-def _describe(pm: pluggy.PluginManager, plugin: Any) -> BackendInfo:
-    """Call ``plugin``'s own ``gompute_backend_info`` and check what it returns."""
-    impls = [i for i in pm.hook.gompute_backend_info.get_hookimpls() if i.plugin is plugin]
-    if not impls:
+REQUIRED_HOOKS = ("gompute_backend_info", "gompute_probe", "gompute_compiler", "gompute_device")
+
+
+def _own_hooks(pm: pluggy.PluginManager, plugin: Any) -> dict[str, Any]:
+    """``plugin``'s own implementation of each hook, by hook name."""
+    hooks: dict[str, Any] = {}
+    for name in REQUIRED_HOOKS:
+        for impl in getattr(pm.hook, name).get_hookimpls():
+            if impl.plugin is plugin:
+                hooks[name] = impl.function
+    return hooks
+
+
+def _describe(plugin: Any) -> BackendInfo:
+    """Call ``plugin``'s own ``gompute_backend_info`` (before registering it, so a plugin of
+    another API version is refused by version, not by a hook-signature mismatch)."""
+    describe = getattr(plugin, "gompute_backend_info", None)
+    if describe is None:
         raise InvalidArgument("the plugin has no gompute_backend_info hook")
-    info = impls[0].function()
+    info = describe()
     if not isinstance(info, BackendInfo):
         raise InvalidArgument(f"gompute_backend_info returned {info!r}, not a BackendInfo")
     return info
 
 
+def _refuse(record: BackendRecord) -> BackendRecord:
+    _registry().records.setdefault(record.name, record)
+    return record
+
+
 def _add(plugin: Any, fallback_name: str, source: str) -> BackendRecord:
     """Register ``plugin`` and record it (or the reason it was refused)."""
     state = _registry()
+    try:
+        info = _describe(plugin)
+    except Exception as exc:
+        return _refuse(BackendRecord(fallback_name, None,
+                                     f"gompute_backend_info failed: {_last_line(exc)}", source))
+    if info.api_version != PLUGIN_API_VERSION:
+        return _refuse(BackendRecord(
+            info.name, info,
+            f"the plugin implements plugin API version {info.api_version}; this gompute-core "
+            f"expects API version {PLUGIN_API_VERSION} (install matching versions of the core "
+            "and the plugin; plugins.md has the migration notes)", source))
+    if info.name in state.records and state.records[info.name].loaded:
+        return _refuse(BackendRecord(info.name, info, f"backend name {info.name!r} is already "
+                                     f"provided by {state.records[info.name].source}", source))
     pm = state.pm
     try:
         pm.register(plugin, name=f"{fallback_name}@{id(plugin):x}")
     except Exception as exc:
-        record = BackendRecord(fallback_name, None, f"cannot register: {_last_line(exc)}",
-                               source)
-        state.records.setdefault(record.name, record)
-        return record
-    try:
-        info = _describe(pm, plugin)
-    except Exception as exc:
+        return _refuse(BackendRecord(info.name, info, f"cannot register: {_last_line(exc)}",
+                                     source))
+    hooks = _own_hooks(pm, plugin)
+    missing = [h for h in REQUIRED_HOOKS if h not in hooks]
+    if missing:
         pm.unregister(plugin)
-        record = BackendRecord(fallback_name, None,
-                               f"gompute_backend_info failed: {_last_line(exc)}", source)
-        state.records.setdefault(record.name, record)
-        return record
-    error = ""
-    if info.api_version != PLUGIN_API_VERSION:
-        error = (f"plugin API version {info.api_version} is not supported by this "
-                 f"gompute-core (API version {PLUGIN_API_VERSION}); install matching "
-                 "versions of the core and the plugin")
-    elif info.name in state.records and state.records[info.name].loaded:
-        error = (f"backend name {info.name!r} is already provided by "
-                 f"{state.records[info.name].source}")
-    if error:
-        pm.unregister(plugin)
-        record = BackendRecord(info.name, info, error, source)
-        state.records.setdefault(info.name, record)
-        return record
-    record = BackendRecord(info.name, info, "", source, plugin)
+        return _refuse(BackendRecord(info.name, info, "the plugin does not implement "
+                                     f"{', '.join(missing)}", source))
+    record = BackendRecord(info.name, info, "", source, plugin, hooks)
     state.records[info.name] = record
     state.probes.pop(info.name, None)
     return record
@@ -257,25 +286,45 @@ def probe(name: str) -> Availability:
     if cached is not None:
         return cached
     try:
-        result = state.pm.hook.gompute_probe(backend=name)
+        result = rec.call("gompute_probe")
     except Exception as exc:
         result = Availability(name, False, reason=f"probe raised {_last_line(exc)}")
-    if result is None:
-        result = Availability(name, False, reason="the plugin did not answer gompute_probe")
-    elif not isinstance(result, Availability):
+    if not isinstance(result, Availability):
         result = Availability(name, False,
                               reason=f"gompute_probe returned {result!r}, not an Availability")
     state.probes[name] = result
     return result
 
 
+def compiler(name: str) -> Any:
+    """The :class:`~gompute_core.backend.compiler.Compiler` of loaded backend ``name``
+    (asked of its plugin once per process)."""
+    rec = require(name)
+    state = _registry()
+    with _lock:
+        comp = state.compilers.get(name)
+        if comp is None:
+            from ..backend.compiler import Compiler
+
+            comp = rec.call("gompute_compiler")
+            if not isinstance(comp, Compiler):
+                raise UnsupportedBackend(f"backend {name!r}: gompute_compiler returned "
+                                         f"{comp!r}, not a gompute_core.backend.Compiler")
+            state.compilers[name] = comp
+            state.compile_caches[name] = CompileCache(name)
+        return comp
+
+
 def compile_artifact(request: CompileRequest) -> Artifact:
-    """Compile through the ``gompute_compile`` hook (no device needed when ``arch`` is set)."""
-    require(request.backend)
-    artifact = _registry().pm.hook.gompute_compile(request=request)
-    if artifact is None:
-        raise UnsupportedBackend(f"backend {request.backend!r} did not answer gompute_compile")
-    return artifact
+    """Compile ``request`` with its backend's compiler, through the core's caches (no
+    device needed: the request names the arch)."""
+    from ..backend.compiler import compile_kernel
+
+    if not isinstance(request.arch, str):
+        raise InvalidArgument(f"arch: expected a string, got {request.arch!r}")
+    comp = compiler(request.backend)
+    return compile_kernel(comp, request.kernel, request.arch, request.options,
+                          _registry().compile_caches[request.backend])
 
 
 def open_device(name: str, ordinal: int = 0) -> Any:
@@ -299,9 +348,12 @@ def open_device(name: str, ordinal: int = 0) -> Any:
         if avail.devices and ordinal >= len(avail.devices):
             raise NoDevice(f"backend {name!r} has {len(avail.devices)} device(s); "
                            f"ordinal {ordinal} does not exist")
-        device = state.pm.hook.gompute_device(backend=name, ordinal=ordinal)
-        if device is None:
-            raise UnsupportedBackend(f"backend {name!r} did not answer gompute_device")
+        from ..backend.device import Device
+
+        device = record(name).call("gompute_device", ordinal=ordinal)
+        if not isinstance(device, Device):
+            raise UnsupportedBackend(f"backend {name!r}: gompute_device returned {device!r}, "
+                                     "not a gompute_core.backend.Device")
         state.devices[key] = device
         return device
 
@@ -320,8 +372,9 @@ def close_devices() -> None:
 
 
 __all__ = [
-    "BackendRecord", "ENTRY_POINT_GROUP", "ENV_BACKENDS", "backends", "close_devices",
-    "compile_artifact", "env_order", "get_plugin_manager", "hookimpl", "isolated",
+    "BackendRecord", "ENTRY_POINT_GROUP", "ENV_BACKENDS", "REQUIRED_HOOKS", "backends",
+    "close_devices", "compile_artifact", "compiler", "env_order", "get_plugin_manager",
+    "hookimpl", "isolated",
     "load_entry_point", "open_device", "ordered_backends", "probe", "record", "register",
     "require",
 ]

@@ -6,8 +6,12 @@ from dataclasses import dataclass, field
 
 from ..ir.kernel import KernelIR, Kind
 
-PLUGIN_API_VERSION = 1
-"""The hook contract's version. A plugin declaring another major version is refused."""
+PLUGIN_API_VERSION = 2
+"""The version of the contract a plugin implements (hooks, ``gompute_core.backend`` base
+classes). A plugin declaring another version is refused with both versions named.
+1: four broadcast hooks, each backend its own per-kind programs; 2: routed hooks,
+``gompute_compiler``, the SDK's ``Device``/``Buffer``/``Compiler`` with the core owning
+every kind."""
 
 
 @dataclass(frozen=True)
@@ -53,7 +57,7 @@ class Availability:
 
 @dataclass(frozen=True)
 class CompileRequest:
-    """One kernel for one target: ``gompute_compile`` answers with an Artifact.
+    """One kernel for one target, compiled through the backend's ``Compiler``.
 
     The core always names ``arch``: ``g.compile`` without one takes device 0's
     from the probe (:func:`gompute_core.runtime.compile.detected_arch`), so no

@@ -20,9 +20,8 @@ from ..errors import InvalidArgument
 
 def array(arg: Any, role: str, dtype: np.dtype, writable: bool) -> np.ndarray:
     """``arg`` as a flat view, after checking type, dtype, contiguity and writability."""
-    if not isinstance(arg, np.ndarray):
-        raise InvalidArgument(f"{role}: expected a NumPy array of {dtype}, "
-                              f"got {type(arg).__name__}")
+    if type(arg) is not np.ndarray:
+        _refuse_non_ndarray(arg, role, dtype)
     if arg.dtype != dtype:
         raise InvalidArgument(f"{role}: dtype {arg.dtype} does not match the spec's {dtype}; "
                               f"Gompute never casts silently (pass {role}.astype("
@@ -34,6 +33,19 @@ def array(arg: Any, role: str, dtype: np.dtype, writable: bool) -> np.ndarray:
     if writable and not flags.writeable:
         raise InvalidArgument(f"{role}: the array is read-only but the kernel writes it")
     return arg if arg.ndim == 1 else arg.reshape(-1)
+
+
+def _refuse_non_ndarray(arg: Any, role: str, dtype: np.dtype) -> None:
+    """Accept plain ndarray subclasses (``np.memmap``); refuse the ones whose meaning a
+    flat buffer would lose."""
+    if not isinstance(arg, np.ndarray):
+        raise InvalidArgument(f"{role}: expected a NumPy array of {dtype}, "
+                              f"got {type(arg).__name__}")
+    if isinstance(arg, np.ma.MaskedArray):
+        raise InvalidArgument(f"{role}: masked arrays are not supported (the mask would be "
+                              f"ignored); pass {role}.filled(fill_value) or {role}.data")
+    if isinstance(arg, np.matrix):
+        raise InvalidArgument(f"{role}: np.matrix is not supported; pass np.asarray({role})")
 
 
 def same_shape(x: np.ndarray, x_role: str, y: np.ndarray, y_role: str) -> None:
@@ -48,6 +60,20 @@ def disjoint(x: np.ndarray, x_role: str, out: np.ndarray, out_role: str) -> None
     if np.may_share_memory(x, out):
         raise InvalidArgument(f"{out_role}: overlaps {x_role}; gather/scatter need a separate "
                               "output array")
+
+
+def no_partial_overlap(x: np.ndarray, x_role: str, out: np.ndarray, out_role: str) -> None:
+    """``InvalidArgument`` when ``out`` overlaps ``x`` other than as the very same elements
+    (element ``i`` of both at one address, same item size): a partial overlap would make
+    the result depend on loop order and on how threads split the work."""
+    if not np.may_share_memory(x, out):
+        return
+    same = (x.ctypes.data == out.ctypes.data and x.itemsize == out.itemsize
+            and x.size == out.size)
+    if not same:
+        raise InvalidArgument(f"{out_role}: overlaps {x_role} without being the same "
+                              f"elements; the result would depend on evaluation order (pass "
+                              f"a separate output array, or {x_role} itself to work in place)")
 
 
 def params(p: Any, P: type | None, spec_name: str) -> None:

@@ -119,17 +119,20 @@ class CompileCache:
         self._memory: dict[tuple[str, ...], Artifact] = {}
         self._lock = threading.Lock()
 
-    def get_or_build(self, key_parts: Sequence[str], build: Callable[[], Artifact]) -> Artifact:
-        """The artifact of ``key_parts``, from memory, disk, or ``build()`` (then stored)."""
+    def get_or_build(self, key_parts: Sequence[str], build: Callable[[], Artifact],
+                     disk: bool = True) -> Artifact:
+        """The artifact of ``key_parts``, from memory, disk (unless ``disk`` is False), or
+        ``build()`` (then stored)."""
         key = tuple(map(str, key_parts))
         with self._lock:
             hit = self._memory.get(key)
         if hit is not None:
             return hit
-        artifact = self.disk.get(key)
+        artifact = self.disk.get(key) if disk else None
         if artifact is None:
             artifact = build()
-            self.disk.put(key, artifact)
+            if disk:
+                self.disk.put(key, artifact)
         with self._lock:
             self._memory[key] = artifact
         return artifact

@@ -1,8 +1,9 @@
 """``Kernel`` and ``AutoKernel``: one spec loaded on one backend's device.
 
-``run`` is the convenience path (validate, then either the program's own
-host ``run`` — the CPU — or alloc/upload/launch/sync/download through cached
-device buffers). ``alloc``/``launch``/``context.synchronize`` is the
+``run`` is the convenience path (validate here, then the core's
+:class:`~gompute_core.kinds.run.Runner`: the caller's arrays on host-memory
+devices, a pipelined or staged upload/launch/download elsewhere).
+``alloc``/``launch``/``context.synchronize`` is the
 allocation-free path: ``launch`` *is* the program's bound ``launch`` (no
 extra Python frame). See ``docs/handles.md`` for the decisions.
 """
@@ -16,15 +17,14 @@ import numpy as np
 
 from ..errors import BackendUnavailable, GomputeWarning, InvalidArgument, Unsupported
 from ..ir.kernel import KernelIR
+from ..kinds.program import MAX_REDUCE_BLOCKS
+from ..kinds.run import Runner
 from ..plugins import manager
 from ..plugins.records import Artifact, BackendInfo, CompileRequest
 from ..specs import Spec
 from ..types import short_name
 from . import checks
 from .compile import find_prebuilt
-
-MAX_REDUCE_BLOCKS = 1024
-"""Most partials a reduce launch writes (``reduce_blocks`` never exceeds it)."""
 
 _DEFAULT_ROLE = {
     "map": "T", "map_indexed": "T", "reduce": "T", "gather": "T", "scatter": "T",
@@ -71,7 +71,6 @@ class Kernel:
 
     def _open(self, spec: Spec, backend: str, ordinal: int, artifact_dir: str | None) -> None:
         """Lower, compile (or find prebuilt), load; set every attribute of the handle."""
-        self._bufs: dict[str, Any] = {}
         self._closed_flag = True
         info = manager.require(backend).info
         gap = capability_gap(info, spec)
@@ -89,10 +88,10 @@ class Kernel:
         self.device = device
         self.program = program
         self.launch = program.launch
-        self._prun = getattr(program, "run", None)
+        self._runner = Runner(program, spec)
         self._P = spec.params
         self._types = {role: np.dtype(t) for role, t in spec.value_types}
-        self._runner = getattr(self, f"_run_{spec.kind}")
+        self._run = getattr(self, f"_run_{spec.kind}")
         self._closed_flag = False
 
     # ----------------------------------------------------------------- public surface
@@ -113,11 +112,7 @@ class Kernel:
 
     @stream.setter
     def stream(self, value: Any) -> None:
-        try:
-            self.program.stream = value
-        except AttributeError:
-            raise Unsupported(f"backend {self.backend!r} does not let a kernel's stream be "
-                              "changed") from None
+        self.program.stream = value
 
     @property
     def closed(self) -> bool:
@@ -160,22 +155,16 @@ class Kernel:
         ``T`` scalar (the identity for empty input); gather/scatter
         ``(src, idx, out)`` -> ``out``. ``p`` may be omitted when P is None.
         """
-        return self._runner(*args)
+        return self._run(*args)
 
     def close(self) -> None:
-        """Free the cached device buffers (the handle's and the program's ``run`` buffers);
-        later calls raise ``InvalidArgument`` (idempotent)."""
+        """Free the buffers ``run`` keeps; later calls raise ``InvalidArgument`` (idempotent)."""
         if self._closed_flag:
             return
         self._closed_flag = True
         self.launch = _closed
-        self._runner = _closed
-        bufs, self._bufs = list(self._bufs.values()), {}
-        for buf in bufs:
-            buf.free()
-        free = getattr(self.program, "free", None)
-        if free is not None:
-            free()
+        self._run = _closed
+        self._runner.close()
 
     def __enter__(self) -> Kernel:
         return self
@@ -191,35 +180,12 @@ class Kernel:
         if self._closed_flag:
             raise InvalidArgument("this kernel handle is closed")
 
-    # ----------------------------------------------------------------- device path helpers
-    def _buf(self, slot: str, nbytes: int) -> Any:
-        """The cached device buffer ``slot``, grown to at least ``nbytes``."""
-        buf = self._bufs.get(slot)
-        if buf is None or buf.nbytes < nbytes:
-            if buf is not None:
-                del self._bufs[slot]
-                buf.free()
-            buf = self.device.alloc(max(nbytes, 64))
-            self._bufs[slot] = buf
-        return buf
-
-    def _put(self, slot: str, host: np.ndarray) -> Any:
-        buf = self._buf(slot, host.nbytes)
-        if host.nbytes:
-            buf.upload(host)
-        return buf
-
     # ----------------------------------------------------------------- per-kind runners
     def _run_map(self, data: Any, p: Any = None) -> Any:
         d = checks.array(data, "data", self._types["T"], True)
         checks.params(p, self._P, self.spec.name)
-        if self._prun is not None:
-            self._prun(d, p)
-        elif d.size:
-            buf = self._put("data", d)
-            self.launch(buf, d.size, p)
-            self.device.synchronize()
-            buf.download(d)
+        if d.size:
+            self._runner.elementwise((d,), d.size, p)
         return data
 
     _run_map_indexed = _run_map
@@ -228,14 +194,10 @@ class Kernel:
         i = checks.array(inp, "inp", self._types["In"], False)
         o = checks.array(out, "out", self._types["Out"], True)
         checks.same_shape(inp, "inp", out, "out")
+        checks.no_partial_overlap(i, "inp", o, "out")
         checks.params(p, self._P, self.spec.name)
-        if self._prun is not None:
-            self._prun(i, o, p)
-        elif i.size:
-            ib, ob = self._put("in", i), self._buf("out", o.nbytes)
-            self.launch(ib, ob, i.size, p)
-            self.device.synchronize()
-            ob.download(o)
+        if i.size:
+            self._runner.elementwise((i, o), i.size, p)
         return out
 
     def _run_zip(self, a: Any, b: Any, out: Any, p: Any = None) -> Any:
@@ -244,34 +206,19 @@ class Kernel:
         o = checks.array(out, "out", self._types["Out"], True)
         checks.same_shape(a, "a", b, "b")
         checks.same_shape(a, "a", out, "out")
+        checks.no_partial_overlap(x, "a", o, "out")
+        checks.no_partial_overlap(y, "b", o, "out")
         checks.params(p, self._P, self.spec.name)
-        if self._prun is not None:
-            self._prun(x, y, o, p)
-        elif x.size:
-            ab, bb, ob = self._put("a", x), self._put("b", y), self._buf("out", o.nbytes)
-            self.launch(ab, bb, ob, x.size, p)
-            self.device.synchronize()
-            ob.download(o)
+        if x.size:
+            self._runner.elementwise((x, y, o), x.size, p)
         return out
 
     def _run_reduce(self, data: Any, p: Any = None) -> Any:
         d = checks.array(data, "data", self._types["T"], False)
         checks.params(p, self._P, self.spec.name)
-        T = self.spec.T
-        if self._prun is not None:
-            result = self._prun(d, p)
-            return result if type(result) is T else T(result)
-        n = d.size
-        if n == 0:
-            return T(self.spec.identity)
-        blocks = self.reduce_blocks(n)
-        dbuf = self._put("data", d)
-        pbuf = self._buf("partials", blocks * self._types["T"].itemsize)
-        self.launch(dbuf, n, pbuf, blocks, p)
-        self.device.synchronize()
-        partials = np.empty(blocks, T)
-        pbuf.download(partials)
-        return self.spec.fold(partials)
+        if d.size == 0:
+            return self.spec.T(self.spec.identity)
+        return self._runner.reduce(d, p)
 
     def _gather_scatter(self, src: Any, idx: Any, out: Any) -> tuple[np.ndarray, ...]:
         s = checks.array(src, "src", self._types["T"], False)
@@ -281,29 +228,18 @@ class Kernel:
         checks.disjoint(idx, "idx", out, "out")
         return s, i, o
 
-    def _device_gather_scatter(self, s: np.ndarray, i: np.ndarray, o: np.ndarray,
-                               n: int, bound: int) -> None:
-        sb, ib, ob = self._put("src", s), self._put("idx", i), self._put("out", o)
-        self.launch(sb, ib, ob, n, bound)
-        self.device.synchronize()
-        ob.download(o)
-
     def _run_gather(self, src: Any, idx: Any, out: Any) -> Any:
         s, i, o = self._gather_scatter(src, idx, out)
         checks.same_shape(idx, "idx", out, "out")
-        if self._prun is not None:
-            self._prun(s, i, o)
-        elif i.size:
-            self._device_gather_scatter(s, i, o, i.size, s.size)
+        if i.size:
+            self._runner.move(s, i, o, i.size, s.size)
         return out
 
     def _run_scatter(self, src: Any, idx: Any, out: Any) -> Any:
         s, i, o = self._gather_scatter(src, idx, out)
         checks.same_shape(src, "src", idx, "idx")
-        if self._prun is not None:
-            self._prun(s, i, o)
-        elif s.size and o.size:
-            self._device_gather_scatter(s, i, o, s.size, o.size)
+        if s.size and o.size:
+            self._runner.move(s, i, o, s.size, o.size)
         return out
 
 

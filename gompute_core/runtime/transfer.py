@@ -13,7 +13,8 @@ import numpy as np
 from ..errors import InvalidArgument
 
 
-def _byte_count(value: Any, what: str, name: str) -> int:
+def byte_count(value: Any, what: str, name: str) -> int:
+    """``value`` as a non-negative byte count (``InvalidArgument`` naming ``name``)."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
         raise InvalidArgument(f"{what}: {name} must be a non-negative int, got {value!r}")
     return int(value)
@@ -29,7 +30,7 @@ def host_span(host: Any, nbytes: int | None, what: str,
         raise InvalidArgument(f"{what}: the host array must be C-contiguous")
     if writable and not host.flags.writeable:
         raise InvalidArgument(f"{what}: the host array is read-only")
-    n = host.nbytes if nbytes is None else _byte_count(nbytes, what, "nbytes")
+    n = host.nbytes if nbytes is None else byte_count(nbytes, what, "nbytes")
     if n > host.nbytes:
         raise InvalidArgument(f"{what}: nbytes={n} exceeds the host array's {host.nbytes} bytes")
     return host.reshape(-1).view(np.uint8), n
@@ -38,7 +39,7 @@ def host_span(host: Any, nbytes: int | None, what: str,
 def device_span(offset: Any, n: int, size: int, what: str) -> int:
     """``offset`` after checking that bytes ``[offset, offset + n)`` lie in a buffer of
     ``size`` bytes."""
-    offset = _byte_count(offset, what, "offset")
+    offset = byte_count(offset, what, "offset")
     if offset + n > size:
         raise InvalidArgument(f"{what}: bytes [{offset}, {offset + n}) are past the end of a "
                               f"{size}-byte buffer")

@@ -1,191 +1,114 @@
-"""The CPU device: host buffers, a trivial stream, and program loading.
+"""The CPU device: host memory as device memory, an immediate stream, program loading.
 
-Buffers are NumPy ``uint8`` arrays; every transfer is a ``memcpy`` done at
-once, so the ``*_async`` variants are synchronous and ``synchronize`` has
-nothing to wait for. Bounds are checked before anything is copied.
+Buffers are NumPy ``uint8`` arrays; every operation is done when its call
+returns, so a stream never has pending work and ``synchronize`` waits for
+nothing. The checks (bounds, freed buffers, host arrays) are the core's
+(:class:`gompute_core.backend.Buffer`); this module only moves bytes.
 """
 
 from __future__ import annotations
 
-import operator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from gompute_core.errors import AllocFailed, InvalidArgument, ModuleLoadFailed
+from gompute_core.backend import Artifact, Buffer, Device, ImmediateStream, Stream
+from gompute_core.backend.args import ArgBuffer
+from gompute_core.errors import ModuleLoadFailed
 from gompute_core.ir.kernel import KernelIR
-from gompute_core.plugins.records import Artifact
-from gompute_core.runtime.transfer import device_span
+
+from .params import HostParams
+from .program import CpuEntry
 
 
-def _bytes_of(host: np.ndarray, what: str) -> np.ndarray:
-    """``host`` as a flat ``uint8`` view (it must be a contiguous NumPy array)."""
-    if not isinstance(host, np.ndarray):
-        raise InvalidArgument(f"{what}: expected a NumPy array, got {type(host).__name__}")
-    if not host.flags.c_contiguous:
-        raise InvalidArgument(f"{what}: the host array must be C-contiguous")
-    return host.reshape(-1).view(np.uint8)
-
-
-class CpuStream:
-    """The CPU's only stream: work is done when the call returns."""
-
-    def synchronize(self) -> None:
-        """Nothing is ever pending."""
-
-    def query(self) -> bool:
-        """Always True: every operation completed synchronously."""
-        return True
-
-
-STREAM = CpuStream()
-
-
-class CpuBuffer:
+class CpuBuffer(Buffer):
     """``nbytes`` bytes of host memory standing in for device memory."""
 
-    def __init__(self, nbytes: int) -> None:
-        try:
-            self._mem: np.ndarray | None = np.zeros(nbytes, np.uint8)
-        except MemoryError as exc:
-            raise AllocFailed(f"cannot allocate {nbytes} bytes of host memory") from exc
-        self.nbytes = nbytes
+    __slots__ = ("_mem", "_views")
+
+    def __init__(self, device: CpuDevice, mem: np.ndarray, *, owned: bool = True) -> None:
+        super().__init__(device, mem.nbytes, int(mem.ctypes.data), owned=owned)
+        self._mem: np.ndarray | None = mem
         self._views: dict[np.dtype, np.ndarray] = {}
-
-    def _live(self) -> np.ndarray:
-        if self._mem is None:
-            raise InvalidArgument("buffer used after free()")
-        return self._mem
-
-    def _span(self, what: str, offset: int, nbytes: int | None, limit: int) -> tuple[int, int]:
-        """Validated ``(offset, nbytes)``: both within this buffer and within ``limit``."""
-        offset = operator.index(offset)
-        n = limit if nbytes is None else operator.index(nbytes)
-        if offset < 0 or n < 0:
-            raise InvalidArgument(f"{what}: negative offset or size ({offset}, {n})")
-        if n > limit:
-            raise InvalidArgument(f"{what}: {n} bytes requested, the host side has {limit}")
-        return device_span(offset, n, self.nbytes, what), n
 
     def view(self, dtype: np.dtype) -> np.ndarray:
         """The whole buffer as an array of ``dtype`` (cached; trailing bytes dropped)."""
         v = self._views.get(dtype)
         if v is None:
-            mem = self._live()
+            self._live("view")
             count = self.nbytes // dtype.itemsize
-            v = mem[:count * dtype.itemsize].view(dtype)
-            self._views[dtype] = v
+            v = self._views[dtype] = self._mem[:count * dtype.itemsize].view(dtype)  # type: ignore[index]
         return v
 
-    def upload(self, host: np.ndarray, nbytes: int | None = None) -> None:
-        """Copy ``nbytes`` (default ``host.nbytes``) from ``host`` to offset 0."""
-        self.upload_at(0, host, nbytes)
+    def _copyin(self, offset: int, host: np.ndarray, stream: Stream | None) -> None:
+        self._mem[offset:offset + host.size] = host  # type: ignore[index]
 
-    def download(self, host: np.ndarray, nbytes: int | None = None) -> None:
-        """Copy ``nbytes`` (default ``host.nbytes``) from offset 0 into ``host``."""
-        self.download_at(0, host, nbytes)
+    def _copyout(self, offset: int, host: np.ndarray, stream: Stream | None) -> None:
+        host[:] = self._mem[offset:offset + host.size]  # type: ignore[index]
 
-    def upload_at(self, offset: int, host: np.ndarray, nbytes: int | None = None) -> None:
-        """Copy ``nbytes`` from ``host`` to byte ``offset``."""
-        mem = self._live()
-        src = _bytes_of(host, "upload")
-        offset, n = self._span("upload", offset, nbytes, src.size)
-        mem[offset:offset + n] = src[:n]
+    def _copy_device(self, offset: int, src: Buffer, src_offset: int, nbytes: int,
+                     stream: Stream | None) -> None:
+        data = src._mem[src_offset:src_offset + nbytes]  # type: ignore[attr-defined]
+        self._mem[offset:offset + nbytes] = data  # type: ignore[index]
 
-    def download_at(self, offset: int, host: np.ndarray, nbytes: int | None = None) -> None:
-        """Copy ``nbytes`` from byte ``offset`` into ``host``."""
-        mem = self._live()
-        if isinstance(host, np.ndarray) and not host.flags.writeable:
-            raise InvalidArgument("download: the host array is read-only")
-        dst = _bytes_of(host, "download")
-        offset, n = self._span("download", offset, nbytes, dst.size)
-        dst[:n] = mem[offset:offset + n]
+    def _fill(self, offset: int, nbytes: int, value: int, stream: Stream | None) -> None:
+        self._mem[offset:offset + nbytes] = value  # type: ignore[index]
 
-    def copy_from(self, other: CpuBuffer, nbytes: int | None = None) -> None:
-        """Copy ``nbytes`` (default: all of ``other``) from buffer ``other`` to offset 0."""
-        if not isinstance(other, CpuBuffer):
-            raise InvalidArgument(f"copy_from: expected a CPU buffer, got {type(other).__name__}")
-        src = other._live()
-        mem = self._live()
-        _, n = self._span("copy_from", 0, nbytes, other.nbytes)
-        mem[:n] = src[:n]
-
-    def copy_from_async(self, other: CpuBuffer, nbytes: int | None = None,
-                        stream: Any = None) -> None:
-        """Same as :meth:`copy_from` (the CPU is synchronous)."""
-        self.copy_from(other, nbytes)
-
-    def upload_at_async(self, offset: int, host: np.ndarray, nbytes: int | None = None,
-                        stream: Any = None) -> None:
-        """Same as :meth:`upload_at`."""
-        self.upload_at(offset, host, nbytes)
-
-    def download_at_async(self, offset: int, host: np.ndarray, nbytes: int | None = None,
-                          stream: Any = None) -> None:
-        """Same as :meth:`download_at`."""
-        self.download_at(offset, host, nbytes)
-
-    def fill_async(self, value: int, nbytes: int | None = None, stream: Any = None,
-                   offset: int = 0) -> None:
-        """Set ``nbytes`` bytes (default: the rest of the buffer) from ``offset`` to ``value``."""
-        mem = self._live()
-        value = operator.index(value)
-        if not 0 <= value <= 255:
-            raise InvalidArgument(f"fill_async: value {value} is not a byte (0..255)")
-        offset = operator.index(offset)
-        n = self.nbytes - offset if nbytes is None else operator.index(nbytes)
-        offset, n = self._span("fill_async", offset, n, max(n, 0))
-        mem[offset:offset + n] = value
-
-    def device_addr(self) -> int:
-        """The host address of the first byte."""
-        return int(self._live().ctypes.data)
-
-    def free(self) -> None:
-        """Release the memory (idempotent)."""
+    def _release(self) -> None:
         self._mem = None
         self._views.clear()
 
 
-class CpuDevice:
+class CpuDevice(Device):
     """The host CPU as a Gompute device (ordinal 0)."""
 
     backend = "cpu"
+    capabilities = frozenset({"host_memory", "streams"})
+    packs_arguments = False
     ordinal = 0
 
-    def __init__(self, arch: str) -> None:
-        self.arch = arch
+    def __init__(self, arch: str, name: str) -> None:
+        self.arch, self.name = arch, name
+        self._stream = ImmediateStream(self)
 
-    def alloc(self, nbytes: int) -> CpuBuffer:
-        """``nbytes`` bytes of zeroed host memory."""
-        nbytes = operator.index(nbytes)
-        if nbytes < 0:
-            raise InvalidArgument(f"alloc: negative size {nbytes}")
-        return CpuBuffer(nbytes)
+    def _alloc(self, nbytes: int) -> CpuBuffer:
+        return CpuBuffer(self, np.zeros(nbytes, np.uint8))
 
-    def program(self, artifact: Artifact, kernel: KernelIR) -> Any:
-        """Import the artifact's module (cached per source) and wrap it for ``kernel``."""
+    def _load(self, artifact: Artifact, kernel: KernelIR,
+              args: ArgBuffer) -> Callable[[int, Stream], None]:
         from .compiler import load_module
-        from .program import CpuProgram
 
-        if artifact.backend != "cpu" or artifact.format != "python":
-            raise ModuleLoadFailed(f"the CPU backend loads 'python' artifacts of backend 'cpu', "
-                                   f"not {artifact.format!r} of {artifact.backend!r}")
-        return CpuProgram(kernel, load_module(artifact.image.decode()))
+        if artifact.format != "python":
+            raise ModuleLoadFailed(f"the CPU backend loads 'python' artifacts, not "
+                                   f"{artifact.format!r}")
+        return CpuEntry(kernel, load_module(artifact.image.decode()), args)
+
+    def host_array(self, buf: CpuBuffer, dtype: np.dtype) -> np.ndarray:
+        """``buf``'s memory as an array of ``dtype`` (what the compiled loops take)."""
+        return buf.view(dtype)
+
+    def borrow(self, host: np.ndarray) -> CpuBuffer:
+        """A buffer viewing ``host``'s memory (C-contiguous), freed only by its owner."""
+        return CpuBuffer(self, host.reshape(-1).view(np.uint8), owned=False)
+
+    def params_converter(self, kernel: KernelIR) -> Callable[[bytes], Any]:
+        """Params bytes to the leaf arguments the numba loops take."""
+        return HostParams(kernel).from_bytes
+
+    def run_reduce_blocks(self, entry: CpuEntry, count: int, block_size: int) -> int:
+        """One partial below the entry's threading threshold (the serial loop), one per
+        thread above it."""
+        return 1 if count < entry.threshold else entry.threads
 
     def synchronize(self) -> None:
         """Nothing is ever pending on the CPU."""
 
     @property
-    def stream(self) -> CpuStream:
-        """The (synchronous) default stream."""
-        return STREAM
+    def stream(self) -> ImmediateStream:
+        """The (immediate) default stream."""
+        return self._stream
 
-    @property
-    def context(self) -> CpuDevice:
-        """The device is its own context (``k.context.synchronize()``)."""
-        return self
-
-    def create_stream(self) -> CpuStream:
-        """Streams are all the same on the CPU: work is done when a call returns."""
-        return STREAM
+    def create_stream(self) -> ImmediateStream:
+        """A stream whose work is done when each call returns."""
+        return ImmediateStream(self)

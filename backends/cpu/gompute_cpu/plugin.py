@@ -1,28 +1,29 @@
-"""The ``gompute.backends`` entry point ``cpu``: the four hooks, answering only for "cpu"."""
+"""The ``gompute.backends`` entry point ``cpu``: the four hooks of the backend SDK."""
 
 from __future__ import annotations
 
 import os
 import threading
 
-import pluggy
-
-from gompute_core.errors import InvalidArgument, NoDevice
-from gompute_core.ir.kernel import KINDS
-from gompute_core.plugins.records import (
+from gompute_core.backend import (
     PLUGIN_API_VERSION,
-    Artifact,
     Availability,
     BackendInfo,
-    CompileRequest,
+    Built,
+    Compiler,
     DeviceInfo,
+    hookimpl,
 )
+from gompute_core.errors import InvalidArgument, NoDevice
+from gompute_core.ir.kernel import KernelIR
 
 from . import __version__
 
-hookimpl = pluggy.HookimplMarker("gompute")
-
 NAME = "cpu"
+KINDS = ("map", "map_to", "zip", "map_indexed", "reduce", "gather", "scatter")
+"""The kinds this backend runs (named here, not taken from the core: a kind the core adds
+later is not claimed until this backend implements it)."""
+
 _device_lock = threading.Lock()
 _devices: dict[int, object] = {}
 
@@ -42,6 +43,31 @@ def compiler_version() -> str:
     return f"numba {numba.__version__} (llvmlite {llvmlite.__version__})"
 
 
+class CpuCompiler(Compiler):
+    """Renders the kernel's Python module; numba compiles it when a program loads it (and
+    keeps its own disk cache of machine code), so the artifact is the source itself."""
+
+    backend = NAME
+    disk_cache = False  # rendering is cheaper than reading a file back
+
+    def identity(self) -> str:
+        """``"numba X (llvmlite Y)"``."""
+        return compiler_version()
+
+    def render(self, kernel: KernelIR, arch: str) -> str:
+        """The complete Python module (``Unsupported`` for f16)."""
+        from .kernels import render_module
+
+        return render_module(kernel)
+
+    def build(self, source: str, kernel: KernelIR, arch: str,
+              options: tuple[str, ...]) -> Built:
+        """The module's source as the image (format ``"python"``)."""
+        if options:
+            raise InvalidArgument(f"the CPU backend takes no compiler options, got {options}")
+        return Built(source.encode(), "python")
+
+
 @hookimpl
 def gompute_backend_info() -> BackendInfo:
     """The CPU backend: every kind, every type but f16 (numba's CPU target has no f16 math)."""
@@ -53,10 +79,8 @@ def gompute_backend_info() -> BackendInfo:
 
 
 @hookimpl
-def gompute_probe(backend: str) -> Availability | None:
+def gompute_probe() -> Availability:
     """Available when numba imports; one device, the host CPU."""
-    if backend != NAME:
-        return None
     try:
         arch = host_arch()
         compiler = compiler_version()
@@ -66,34 +90,23 @@ def gompute_probe(backend: str) -> Availability | None:
         memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):
         memory = 0
-    threads = os.cpu_count() or 1
-    device = DeviceInfo(0, f"host CPU ({threads} threads)", arch, memory)
+    device = DeviceInfo(0, _device_name(), arch, memory)
     return Availability(NAME, True, devices=(device,), compiler=compiler)
 
 
-@hookimpl
-def gompute_compile(request: CompileRequest) -> Artifact | None:
-    """Render the kernel's Python module (numba compiles it when a program loads it)."""
-    if request.backend != NAME:
-        return None
-    if request.options:
-        raise InvalidArgument(f"the CPU backend takes no compiler options, got {request.options}")
-    from .kernels import render_module
-
-    kir = request.kernel
-    source = render_module(kir)
-    return Artifact(
-        backend=NAME, image=source.encode(), format="python", entry=kir.name,
-        target=request.arch or host_arch(), source=source, compiler=compiler_version(),
-        digest=kir.digest(), kind=kir.kind,
-    )
+def _device_name() -> str:
+    return f"host CPU ({os.cpu_count() or 1} threads)"
 
 
 @hookimpl
-def gompute_device(backend: str, ordinal: int) -> object | None:
+def gompute_compiler() -> Compiler:
+    """The renderer to numba-ready Python."""
+    return CpuCompiler()
+
+
+@hookimpl
+def gompute_device(ordinal: int) -> object:
     """The host CPU (ordinal 0 only)."""
-    if backend != NAME:
-        return None
     if ordinal != 0:
         raise NoDevice(f"the CPU backend has one device (ordinal 0), not {ordinal}")
     with _device_lock:
@@ -101,5 +114,5 @@ def gompute_device(backend: str, ordinal: int) -> object | None:
         if dev is None:
             from .device import CpuDevice
 
-            dev = _devices[0] = CpuDevice(host_arch())
+            dev = _devices[0] = CpuDevice(host_arch(), _device_name())
         return dev

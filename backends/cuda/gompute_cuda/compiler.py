@@ -1,10 +1,5 @@
-"""Compile a KernelIR to a CUDA artifact: render, then NVRTC (nvcc when NVRTC is absent).
-
-Results are cached in memory (per process) and on disk
-(:class:`gompute_core.runtime.diskcache.DiskCache` namespace ``"cuda"``), keyed
-by the compiler and its version, the arch, the options, the renderer's
-version and the IR digest, so a second process does not compile.
-"""
+"""The CUDA compiler: render with the CUDA dialect, compile with NVRTC (nvcc when NVRTC is
+absent). The core keys and caches the artifacts (:mod:`gompute_core.backend.compiler`)."""
 
 from __future__ import annotations
 
@@ -15,23 +10,18 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from gompute_core.backend import Built, Compiler
 from gompute_core.errors import BackendUnavailable, CompileFailed
 from gompute_core.ir.kernel import KernelIR
-from gompute_core.plugins.records import Artifact
-from gompute_core.runtime.diskcache import CompileCache
+from gompute_core.runtime.diskcache import cache_root
 
 from .nvrtc import identify, load_nvrtc, parse_arch
 from .renderer import CUDARenderer
-
-RENDERER_VERSION = "cuda-renderer/1"
-"""Bumped whenever generated code changes, so cached artifacts of older code miss."""
 
 DEFAULT_OPTIONS: tuple[str, ...] = ("--fmad=false", "--diag-suppress=177")
 """``--fmad=false``: no fused multiply-add, so results match the CPU bit for bit."""
 
 _NVCC_CANDIDATES = ("nvcc", "/usr/local/cuda/bin/nvcc")
-
-_cache = CompileCache("cuda")
 
 
 def find_nvcc() -> str | None:
@@ -61,7 +51,7 @@ def _nvcc_version(nvcc: str) -> str:
 
 
 def _nvcc_compile(nvcc: str, source: str, name: str, arch: int,
-                  options: tuple[str, ...]) -> tuple[bytes, str, str]:
+                  options: tuple[str, ...]) -> tuple[bytes, str]:
     with tempfile.TemporaryDirectory(prefix="gompute-nvcc-") as tmp:
         src, out = Path(tmp, f"{name}.cu"), Path(tmp, f"{name}.cubin")
         src.write_text(source)
@@ -70,33 +60,46 @@ def _nvcc_compile(nvcc: str, source: str, name: str, arch: int,
         proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
         if proc.returncode != 0:
             raise CompileFailed(f"nvcc rejected kernel {name!r} for sm_{arch}:\n{proc.stderr}")
-        return out.read_bytes(), "cubin", f"sm_{arch}"
+        return out.read_bytes(), f"sm_{arch}"
 
 
-def compile_kernel(kir: KernelIR, arch: str, options: tuple[str, ...] = ()) -> Artifact:
-    """Render and compile ``kir`` for ``arch`` (e.g. ``"sm_90"``), using both caches."""
-    arch_n = parse_arch(arch)
-    opts = DEFAULT_OPTIONS + tuple(options)
-    nvcc = None
-    try:
-        compiler = identify(str(_cache.disk.directory))
-    except BackendUnavailable as exc:
-        nvcc = find_nvcc()
-        if nvcc is None:
-            raise BackendUnavailable(f"no CUDA compiler: {exc}; no nvcc on PATH either") from None
-        compiler = _nvcc_version(nvcc)
-    key = (compiler, f"sm_{arch_n}", " ".join(opts), RENDERER_VERSION, kir.digest())
+class CudaCompiler(Compiler):
+    """NVRTC (or nvcc) for ``sm_XY`` targets; ``--fmad=false`` always."""
 
-    def build() -> Artifact:
-        source = CUDARenderer().render(kir)
-        if nvcc is None:
-            img = load_nvrtc().compile(source, kir.name, arch_n, opts)
-            image, fmt, target = img.image, img.format, img.target
-        else:
-            image, fmt, target = _nvcc_compile(nvcc, source, kir.name, arch_n, opts)
-        return Artifact(backend="cuda", image=image, format=fmt, entry=kir.name,
-                        target=f"sm_{arch_n}", source=source, compiler=compiler,
-                        digest=kir.digest(), kind=kir.kind,
-                        extra=(("code", target), ("options", " ".join(opts))))
+    backend = "cuda"
 
-    return _cache.get_or_build(key, build)
+    def identity(self) -> str:
+        """``"nvrtc 13.0"`` (from a memo, without loading NVRTC, when one exists) or
+        ``"nvcc 13.0"``; ``BackendUnavailable`` when neither is installed."""
+        try:
+            return identify(str(cache_root() / "cuda"))
+        except BackendUnavailable as exc:
+            nvcc = find_nvcc()
+            if nvcc is None:
+                raise BackendUnavailable(f"no CUDA compiler: {exc}; no nvcc on PATH either"
+                                         ) from None
+            return _nvcc_version(nvcc)
+
+    def check_arch(self, arch: str) -> str:
+        """``"sm_90"``, ``"sm90"``, ``"compute_90"`` or ``"90"`` -> ``"sm_90"``."""
+        return f"sm_{parse_arch(arch)}"
+
+    def render(self, kernel: KernelIR, arch: str) -> str:
+        """CUDA C++ for NVRTC."""
+        return CUDARenderer().render(kernel)
+
+    def build(self, source: str, kernel: KernelIR, arch: str,
+              options: tuple[str, ...]) -> Built:
+        """A cubin for ``arch`` (PTX when the NVRTC is older than the arch)."""
+        arch_n = parse_arch(arch)
+        opts = DEFAULT_OPTIONS + tuple(options)
+        try:
+            nvrtc = load_nvrtc()
+        except BackendUnavailable:
+            nvcc = find_nvcc()
+            if nvcc is None:
+                raise
+            image, target = _nvcc_compile(nvcc, source, kernel.name, arch_n, opts)
+            return Built(image, "cubin", (("code", target), ("options", " ".join(opts))))
+        img = nvrtc.compile(source, kernel.name, arch_n, opts)
+        return Built(img.image, img.format, (("code", img.target), ("options", " ".join(opts))))

@@ -1,7 +1,8 @@
-"""Device buffers and pinned host memory.
+"""Device buffers (the SDK's five primitives over pycuda) and pinned host memory.
 
-Transfers are in BYTES and bounds-checked before any driver call
-(``InvalidArgument``); driver failures are ``CopyFailed``/``AllocFailed``.
+Every check (bounds, freed buffers, host arrays, streams) is the core's
+(:class:`gompute_core.backend.Buffer`); driver failures here are
+``CopyFailed``/``AllocFailed`` with the ``CUresult`` recorded.
 """
 
 from __future__ import annotations
@@ -10,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from gompute_core.errors import AllocFailed, CopyFailed, InvalidArgument
-from gompute_core.runtime.transfer import device_span, host_span
+from gompute_core.backend import Buffer
+from gompute_core.errors import AllocFailed, CopyFailed
 
 from .driver import cuda, guarded
 
@@ -20,123 +21,52 @@ if TYPE_CHECKING:
     from .stream import CudaStream
 
 
-class CudaBuffer:
-    """``nbytes`` bytes of device memory (``cuMemAlloc``); ``ptr`` is the device address."""
+class CudaBuffer(Buffer):
+    """``nbytes`` bytes of device memory (``cuMemAlloc``); ``addr`` is the device address."""
 
-    __slots__ = ("nbytes", "ptr", "_alloc", "_device", "__weakref__")
+    __slots__ = ("_alloc",)
 
     def __init__(self, device: CudaDevice, nbytes: int) -> None:
         with guarded(AllocFailed, f"cuda: allocating {nbytes} bytes on device {device.ordinal}",
                      device):
-            self._alloc = cuda().mem_alloc(max(int(nbytes), 1))
-        self.nbytes = int(nbytes)
-        self.ptr = int(self._alloc)
-        self._device = device
+            self._alloc = cuda().mem_alloc(max(nbytes, 1))
+        super().__init__(device, nbytes, int(self._alloc))
         device.track(self)
 
-    def _span(self, offset: int, n: int, what: str) -> int:
-        if self._alloc is None:
-            raise InvalidArgument(f"{what}: buffer used after free()")
-        return self.ptr + device_span(offset, n, self.nbytes, what)
+    def _copyin(self, offset: int, host: np.ndarray, stream: CudaStream | None) -> None:
+        with guarded(CopyFailed, f"cuda: upload of {host.size} bytes", self.device):
+            if stream is None:
+                cuda().memcpy_htod(self.addr + offset, host)
+            else:
+                cuda().memcpy_htod_async(self.addr + offset, host, stream.handle_obj)
 
-    @property
-    def freed(self) -> bool:
-        """True after :meth:`free`."""
-        return self._alloc is None
+    def _copyout(self, offset: int, host: np.ndarray, stream: CudaStream | None) -> None:
+        with guarded(CopyFailed, f"cuda: download of {host.size} bytes", self.device):
+            if stream is None:
+                cuda().memcpy_dtoh(host, self.addr + offset)
+            else:
+                cuda().memcpy_dtoh_async(host, self.addr + offset, stream.handle_obj)
 
-    def device_addr(self) -> int:
-        """The device address."""
-        if self._alloc is None:
-            raise InvalidArgument("device_addr: buffer used after free()")
-        return self.ptr
+    def _copy_device(self, offset: int, src: Buffer, src_offset: int, nbytes: int,
+                     stream: CudaStream | None) -> None:
+        s = stream if stream is not None else self.device.stream
+        with guarded(CopyFailed, f"cuda: device copy of {nbytes} bytes", self.device):
+            cuda().memcpy_dtod_async(self.addr + offset, src.addr + src_offset, nbytes,
+                                     s.handle_obj)
+            if stream is None:
+                s.handle_obj.synchronize()
 
-    def upload(self, host: np.ndarray, nbytes: int | None = None) -> None:
-        """Copy ``nbytes`` (default all) from ``host`` to offset 0, synchronously."""
-        self.upload_at(0, host, nbytes)
+    def _fill(self, offset: int, nbytes: int, value: int, stream: CudaStream | None) -> None:
+        s = stream if stream is not None else self.device.stream
+        with guarded(CopyFailed, f"cuda: fill of {nbytes} bytes", self.device):
+            cuda().memset_d8_async(self.addr + offset, value, nbytes, s.handle_obj)
+            if stream is None:
+                s.handle_obj.synchronize()
 
-    def download(self, host: np.ndarray, nbytes: int | None = None) -> None:
-        """Copy ``nbytes`` (default ``host.nbytes``) from offset 0 into ``host``."""
-        self.download_at(0, host, nbytes)
-
-    def upload_at(self, offset: int, host: np.ndarray, nbytes: int | None = None) -> None:
-        """Copy from ``host`` to byte ``offset``, synchronously."""
-        view, n = host_span(host, nbytes, "upload")
-        dst = self._span(offset, n, "upload")
-        if n:
-            with guarded(CopyFailed, f"cuda: upload of {n} bytes", self._device):
-                cuda().memcpy_htod(dst, view[:n])
-
-    def download_at(self, offset: int, host: np.ndarray, nbytes: int | None = None) -> None:
-        """Copy from byte ``offset`` into ``host``, synchronously."""
-        view, n = host_span(host, nbytes, "download", writable=True)
-        if not host.flags.writeable:
-            raise InvalidArgument("download: the host array is read-only")
-        src = self._span(offset, n, "download")
-        if n:
-            with guarded(CopyFailed, f"cuda: download of {n} bytes", self._device):
-                cuda().memcpy_dtoh(view[:n], src)
-
-    def upload_at_async(self, offset: int, host: np.ndarray, stream: CudaStream,
-                        nbytes: int | None = None) -> None:
-        """Enqueue a copy from ``host`` (pinned for real asynchrony) on ``stream``."""
-        view, n = host_span(host, nbytes, "upload_at_async")
-        dst = self._span(offset, n, "upload_at_async")
-        if n:
-            with guarded(CopyFailed, f"cuda: async upload of {n} bytes", self._device):
-                cuda().memcpy_htod_async(dst, view[:n], stream.handle_obj)
-
-    def download_at_async(self, offset: int, host: np.ndarray, stream: CudaStream,
-                          nbytes: int | None = None) -> None:
-        """Enqueue a copy into ``host`` (pinned for real asynchrony) on ``stream``."""
-        view, n = host_span(host, nbytes, "download_at_async", writable=True)
-        src = self._span(offset, n, "download_at_async")
-        if n:
-            with guarded(CopyFailed, f"cuda: async download of {n} bytes", self._device):
-                cuda().memcpy_dtoh_async(view[:n], src, stream.handle_obj)
-
-    def copy_from(self, other: CudaBuffer, nbytes: int | None = None) -> None:
-        """Device-to-device copy of ``nbytes`` (default ``other.nbytes``), synchronously."""
-        self.copy_from_async(other, None, nbytes)
-        with guarded(CopyFailed, "cuda: copy_from", self._device):
-            cuda().Context.synchronize()
-
-    def copy_from_async(self, other: CudaBuffer, stream: CudaStream | None,
-                        nbytes: int | None = None) -> None:
-        """Enqueue a device-to-device copy on ``stream``."""
-        if not isinstance(other, CudaBuffer):
-            raise InvalidArgument(f"copy_from: expected a CUDA buffer, got {other!r}")
-        n = other.nbytes if nbytes is None else nbytes
-        src = other._span(0, n, "copy_from (source)")
-        dst = self._span(0, n, "copy_from (destination)")
-        if n:
-            s = stream if stream is not None else self._device.stream
-            with guarded(CopyFailed, f"cuda: device copy of {n} bytes", self._device):
-                cuda().memcpy_dtod_async(dst, src, n, s.handle_obj)
-
-    def fill_async(self, byte: int, stream: CudaStream | None = None,
-                   nbytes: int | None = None) -> None:
-        """Enqueue setting ``nbytes`` (default all) bytes to ``byte``."""
-        n = self.nbytes if nbytes is None else nbytes
-        dst = self._span(0, n, "fill_async")
-        if not 0 <= int(byte) <= 255:
-            raise InvalidArgument(f"fill_async: byte must be 0..255, got {byte!r}")
-        if n:
-            s = stream if stream is not None else self._device.stream
-            with guarded(CopyFailed, f"cuda: fill of {n} bytes", self._device):
-                cuda().memset_d8_async(dst, int(byte), n, s.handle_obj)
-
-    def free(self) -> None:
-        """Release the memory (idempotent). ``ptr`` goes with it, so a launch on a freed
-        buffer is refused (``InvalidArgument``) instead of touching freed memory."""
+    def _release(self) -> None:
         alloc, self._alloc = self._alloc, None
-        if alloc is not None:
-            del self.ptr
-            with guarded(CopyFailed, "cuda: free", self._device):
-                alloc.free()
-
-    def __repr__(self) -> str:
-        state = "freed" if self._alloc is None else hex(self.ptr)
-        return f"<CudaBuffer {self.nbytes} bytes at {state}>"
+        with guarded(CopyFailed, "cuda: free", self.device):
+            alloc.free()
 
 
 def pinned_empty(device: CudaDevice, shape: Any, dtype: Any) -> np.ndarray:

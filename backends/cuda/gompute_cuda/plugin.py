@@ -1,27 +1,24 @@
-"""The ``gompute.backends`` entry point ``cuda``: the four hooks, answering only for "cuda"."""
+"""The ``gompute.backends`` entry point ``cuda``: the four hooks of the backend SDK."""
 
 from __future__ import annotations
 
 import threading
 
-import pluggy
-
-from gompute_core.errors import InvalidArgument
-from gompute_core.ir.kernel import KINDS
-from gompute_core.plugins.records import (
+from gompute_core.backend import (
     PLUGIN_API_VERSION,
-    Artifact,
     Availability,
     BackendInfo,
-    CompileRequest,
+    Compiler,
+    Device,
     DeviceInfo,
+    hookimpl,
 )
 
 from . import __version__
 
-hookimpl = pluggy.HookimplMarker("gompute")
-
 NAME = "cuda"
+KINDS = ("map", "map_to", "zip", "map_indexed", "reduce", "gather", "scatter")
+"""The kinds this backend runs (named here: a kind the core adds later is not claimed)."""
 _lock = threading.Lock()
 
 
@@ -34,10 +31,8 @@ def gompute_backend_info() -> BackendInfo:
 
 
 @hookimpl
-def gompute_probe(backend: str) -> Availability | None:
-    """Devices found, or why not ("pycuda.driver cannot be imported: libcuda.so.1 ...")."""
-    if backend != NAME:
-        return None
+def gompute_probe() -> Availability:
+    """Devices found, or why not ("libcuda.so.1 not found (no NVIDIA driver)", ...)."""
     from .compiler import compiler_name
     from .driver import availability_reason, cuda
 
@@ -66,23 +61,16 @@ def gompute_probe(backend: str) -> Availability | None:
 
 
 @hookimpl
-def gompute_compile(request: CompileRequest) -> Artifact | None:
-    """Render and compile for ``request.arch`` (the core always names one)."""
-    if request.backend != NAME:
-        return None
-    from .compiler import compile_kernel
+def gompute_compiler() -> Compiler:
+    """NVRTC (nvcc as the fallback)."""
+    from .compiler import CudaCompiler
 
-    arch = request.arch
-    if not isinstance(arch, str):
-        raise InvalidArgument(f"arch: expected a string like 'sm_90', got {arch!r}")
-    return compile_kernel(request.kernel, arch, request.options)
+    return CudaCompiler()
 
 
 @hookimpl
-def gompute_device(backend: str, ordinal: int) -> object | None:
+def gompute_device(ordinal: int) -> Device:
     """The :class:`~gompute_cuda.device.CudaDevice` for ``ordinal``."""
-    if backend != NAME:
-        return None
     from .device import CudaDevice
 
     with _lock:

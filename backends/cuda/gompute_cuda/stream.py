@@ -6,6 +6,7 @@ from __future__ import annotations
 import ctypes
 from typing import TYPE_CHECKING, Any
 
+from gompute_core.backend import Stream
 from gompute_core.errors import (
     CaptureFailed,
     EventFailed,
@@ -22,14 +23,16 @@ if TYPE_CHECKING:
 _CAPTURE_MODES = {"global": 0, "thread_local": 1, "relaxed": 2}
 
 
-class CudaStream:
-    """An ordered queue of work on one device (a pycuda ``Stream``)."""
+class CudaStream(Stream):
+    """An ordered queue of work on one device (a pycuda ``Stream``); ``cptr`` is its
+    ``CUstream`` as the ``c_void_p`` the launcher passes."""
 
     def __init__(self, device: CudaDevice) -> None:
         self.device = device
         with guarded(InvalidArgument, "cuda: creating a stream", device):
             self.handle_obj = cuda().Stream()
         self.handle = int(self.handle_obj.handle)
+        self.cptr = ctypes.c_void_p(self.handle)
 
     def synchronize(self) -> None:
         """Wait for this stream's work; device faults raise ``SyncFailed``."""

@@ -1,4 +1,4 @@
-"""hiprtc compilation of rendered HIP source to an AMDGPU code object, with the disk cache.
+"""hiprtc compilation of rendered HIP source to an AMDGPU code object (the core caches it).
 
 ``-ffp-contract=off`` keeps every multiply and add separately rounded, as on
 the CPU and under CUDA's ``--fmad=false``. The target is validated against
@@ -9,13 +9,11 @@ process on a target it does not know.
 from __future__ import annotations
 
 import functools
-import hashlib
 import threading
 
+from gompute_core.backend import Built, Compiler
 from gompute_core.errors import BackendUnavailable, CompileFailed, InvalidArgument
 from gompute_core.ir.kernel import KernelIR
-from gompute_core.plugins.records import Artifact
-from gompute_core.runtime.diskcache import CompileCache
 
 from . import libs
 from .renderer import render
@@ -27,7 +25,6 @@ BASE_OPTIONS: tuple[str, ...] = ("-O3", "-ffp-contract=off", "-std=c++17")
 FORMAT = "hsaco"
 
 _LOCK = threading.Lock()  # hiprtc of ROCm 5.2 is not documented as thread-safe
-_cache = CompileCache("hip")
 
 
 @functools.lru_cache(maxsize=1)
@@ -89,24 +86,29 @@ def compile_source(source: str, name: str, arch: str, options: tuple[str, ...] =
     return bytes(image)
 
 
-def compile_kernel(kernel: KernelIR, arch: str, options: tuple[str, ...] = ()) -> Artifact:
-    """Render and compile ``kernel`` for ``arch`` through the memory and disk caches.
+class HipCompiler(Compiler):
+    """hiprtc for ``gfx`` targets (validated first: hiprtc aborts on an unknown one)."""
 
-    The key names hiprtc's version, the target, the options and the sha256 of
-    the rendered source (so a change in the shared renderer misses too).
-    """
-    if not isinstance(arch, str) or not arch:
-        raise InvalidArgument(f"arch must name a gfx target such as 'gfx90a', got {arch!r}")
-    validate_target(arch)
-    source = render(kernel)
-    key = ("hiprtc", compiler_version(), arch, " ".join((*BASE_OPTIONS, *options)),
-           hashlib.sha256(source.encode()).hexdigest(), kernel.digest())
-    def build() -> Artifact:
-        return Artifact(
-            backend="hip", image=compile_source(source, kernel.name, arch, options),
-            format=FORMAT, entry=kernel.name, target=arch, source=source,
-            compiler=compiler_version(), digest=kernel.digest(), kind=kernel.kind,
-            extra=(("options", " ".join((f"--offload-arch={arch}", *BASE_OPTIONS, *options))),),
-        )
+    backend = "hip"
 
-    return _cache.get_or_build(key, build)
+    def identity(self) -> str:
+        """hiprtc's version (:func:`compiler_version`)."""
+        return compiler_version()
+
+    def check_arch(self, arch: str) -> str:
+        """A gfx target the installed compiler supports (``InvalidArgument`` listing them)."""
+        if not isinstance(arch, str) or not arch:
+            raise InvalidArgument(f"arch must name a gfx target such as 'gfx90a', got {arch!r}")
+        validate_target(arch)
+        return arch
+
+    def render(self, kernel: KernelIR, arch: str) -> str:
+        """HIP C++ for hiprtc."""
+        return render(kernel)
+
+    def build(self, source: str, kernel: KernelIR, arch: str,
+              options: tuple[str, ...]) -> Built:
+        """An AMDGPU code object (``hsaco``)."""
+        image = compile_source(source, kernel.name, arch, options)
+        flags = " ".join((f"--offload-arch={arch}", *BASE_OPTIONS, *options))
+        return Built(image, FORMAT, (("options", flags),))

@@ -1,20 +1,21 @@
-"""The pluggy hook implementations of the HIP backend (entry point ``gompute.backends``)."""
+"""The ``gompute.backends`` entry point ``hip``: the four hooks of the backend SDK."""
 
 from __future__ import annotations
 
-from gompute_core.ir.kernel import KINDS
-from gompute_core.plugins.manager import hookimpl
-from gompute_core.plugins.records import (
+from gompute_core.backend import (
     PLUGIN_API_VERSION,
-    Artifact,
     Availability,
     BackendInfo,
-    CompileRequest,
+    Compiler,
+    Device,
+    hookimpl,
 )
 
 from . import __version__
 
 NAME = "hip"
+KINDS = ("map", "map_to", "zip", "map_indexed", "reduce", "gather", "scatter")
+"""The kinds this backend runs (named here: a kind the core adds later is not claimed)."""
 
 
 @hookimpl
@@ -28,31 +29,24 @@ def gompute_backend_info() -> BackendInfo:
 
 
 @hookimpl
-def gompute_probe(backend: str) -> Availability | None:
+def gompute_probe() -> Availability:
     """HIP's availability: devices, or "no AMD GPU (hipInit: N)" / the missing library."""
-    if backend != NAME:
-        return None
     from .runtime.device import probe
 
     return probe()
 
 
 @hookimpl
-def gompute_compile(request: CompileRequest) -> Artifact | None:
-    """Compile for ``request.arch`` (the core always names one)."""
-    if request.backend != NAME:
-        return None
-    from .compiler import compile_kernel
+def gompute_compiler() -> Compiler:
+    """hiprtc."""
+    from .compiler import HipCompiler
 
-    arch = request.arch
-    return compile_kernel(request.kernel, arch, request.options)
+    return HipCompiler()
 
 
 @hookimpl
-def gompute_device(backend: str, ordinal: int) -> object | None:
+def gompute_device(ordinal: int) -> Device:
     """Open HIP device ``ordinal``."""
-    if backend != NAME:
-        return None
     from .runtime.device import HipDevice
 
     return HipDevice(ordinal)

@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from gompute_core.backend import ArgBuffer, Artifact, Availability, Device, DeviceInfo
+from gompute_core.backend.pinning import HostPinning
 from gompute_core.errors import (
     InitFailed,
     InvalidArgument,
@@ -22,13 +24,12 @@ from gompute_core.errors import (
     SyncFailed,
 )
 from gompute_core.ir.kernel import KernelIR
-from gompute_core.plugins.records import Artifact, Availability, DeviceInfo
 
 from .. import libs
 from ..codeobject import read_code_object
 from .errors import SUCCESS, check, code_of, raise_for
 from .memory import HipBuffer, pinned_empty
-from .program import HipModule, HipProgram
+from .program import MAX_THREADS_PER_LAUNCH, HipLauncher, HipModule
 from .streams import HipEvent, HipStream
 
 _current = threading.local()
@@ -85,10 +86,11 @@ def probe() -> Availability:
     return Availability("hip", True, devices=devices, compiler=compiler)
 
 
-class HipDevice:
-    """One AMD GPU: the :class:`~gompute_core.runtime.protocols.Device` of the HIP backend."""
+class HipDevice(Device):
+    """One AMD GPU: the :class:`~gompute_core.backend.Device` of the HIP backend."""
 
     backend = "hip"
+    capabilities = frozenset({"streams", "events", "graphs", "pinned_memory", "f64_atomics"})
 
     def __init__(self, ordinal: int) -> None:
         self.hip = libs.hip()
@@ -112,6 +114,7 @@ class HipDevice:
         self._modules: dict[str, HipModule] = {}
         self._lock = threading.Lock()
         self._stream = HipStream(self)
+        self._pinning = HostPinning(self._register_host, self._unregister_host)
 
     def __repr__(self) -> str:
         return f"<HipDevice {self.ordinal} {self.name} ({self.arch})>"
@@ -122,10 +125,32 @@ class HipDevice:
             check(self.hip.hipSetDevice(self.ordinal), f"hipSetDevice({self.ordinal})", NoDevice)
             _current.ordinal = self.ordinal
 
-    # ---- memory --------------------------------------------------------------------
-    def alloc(self, nbytes: int) -> HipBuffer:
-        """``nbytes`` bytes of device memory."""
+    # ---- the SDK's primitives ------------------------------------------------------------
+    def _alloc(self, nbytes: int) -> HipBuffer:
         return HipBuffer(self, nbytes)
+
+    def _load(self, artifact: Artifact, kernel: KernelIR, args: ArgBuffer) -> HipLauncher:
+        """Load ``artifact`` (module cache) and return the launcher of its entry."""
+        module = self.load_module(artifact.image)
+        return HipLauncher(self, module.function(artifact.entry), artifact.entry,
+                           kernel.block_size, args)
+
+    def max_grid_blocks(self, block_size: int) -> int:
+        """32 blocks per compute unit (the entries loop grid-stride), and under HIP's limit
+        of 2**32 threads per launch."""
+        return max(1, min(self.multiprocessors * 32, MAX_THREADS_PER_LAUNCH // block_size))
+
+    def pin(self, host: np.ndarray) -> bool:
+        """Page-lock ``host``'s memory while it lives (``hipHostRegister``)."""
+        return self._pinning.pin(host)
+
+    def _register_host(self, ptr: int, size: int) -> bool:
+        self.make_current()
+        return code_of(self.hip.hipHostRegister(ptr, size, 0)[0]) == SUCCESS
+
+    def _unregister_host(self, ptr: int) -> None:
+        self.make_current()
+        check(self.hip.hipHostUnregister(ptr), "hipHostUnregister", InitFailed)
 
     def pinned(self, shape: Any, dtype: Any = np.uint8) -> np.ndarray:
         """A page-locked host array (freed when the array is garbage collected)."""
@@ -180,16 +205,11 @@ class HipDevice:
             raise ModuleLoadFailed(f"code object built for {built_for} cannot load on device "
                                    f"{self.ordinal} ({self.name}, {self.arch})")
 
-    def program(self, artifact: Artifact, kernel: KernelIR) -> HipProgram:
-        """Load ``artifact`` (module cache) and return the launchable program of ``kernel``."""
-        if artifact.backend != "hip":
-            raise ModuleLoadFailed(f"artifact for backend {artifact.backend!r} given to HIP")
-        return HipProgram(self, self.load_module(artifact.image), kernel, artifact.entry)
-
     def close(self) -> None:
         """Unload modules and release the default stream (the device may be reopened)."""
         with self._lock:
             modules, self._modules = list(self._modules.values()), {}
         for module in modules:
             check(self.hip.hipModuleUnload(module.handle), "hipModuleUnload", ModuleLoadFailed)
+        self._pinning.close()
         self._stream.destroy()

@@ -1,8 +1,8 @@
-"""Device buffers and pinned host memory on hip-python.
+"""Device buffers (the SDK's five primitives over hip-python) and pinned host memory.
 
-Transfers are in BYTES. Bounds and host-array checks raise ``InvalidArgument``
-before any HIP call; HIP failures raise ``CopyFailed`` (``AllocFailed`` for
-allocation) with ``last_driver_error()`` set.
+Every check (bounds, freed buffers, host arrays, streams) is the core's
+(:class:`gompute_core.backend.Buffer`); HIP failures raise ``CopyFailed``
+(``AllocFailed`` for allocation) with ``last_driver_error()`` set.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from gompute_core.backend import Buffer
 from gompute_core.errors import AllocFailed, CopyFailed, InvalidArgument
-from gompute_core.runtime.transfer import device_span, host_span
 
 from .errors import check
 
@@ -22,124 +22,64 @@ if TYPE_CHECKING:
     from .streams import HipStream
 
 
-class HipBuffer:
-    """``nbytes`` bytes of device memory on one device (``free`` is idempotent)."""
+class HipBuffer(Buffer):
+    """``nbytes`` bytes of device memory on one device (``hipMalloc``)."""
+
+    __slots__ = ()
 
     def __init__(self, device: HipDevice, nbytes: int) -> None:
-        if not isinstance(nbytes, (int, np.integer)) or nbytes < 0:
-            raise InvalidArgument(f"alloc: nbytes must be a non-negative integer, got {nbytes!r}")
-        self.device = device
-        self.nbytes = int(nbytes)
-        self._addr = 0
-        if self.nbytes:
+        addr = 0
+        if nbytes:
             device.make_current()
-            ptr = check(device.hip.hipMalloc(self.nbytes), f"hipMalloc({self.nbytes})",
-                        AllocFailed)
-            self._addr = int(ptr)
-        self._freed = False
+            addr = int(check(device.hip.hipMalloc(nbytes), f"hipMalloc({nbytes})", AllocFailed))
+        super().__init__(device, nbytes, addr)
 
-    # ---- checks -------------------------------------------------------------------
-    def _range(self, offset: int, n: int, what: str) -> int:
-        if self._freed:
-            raise InvalidArgument(f"{what}: buffer used after free")
-        return self._addr + device_span(offset, n, self.nbytes, what)
-
-    def _stream(self, stream: HipStream | None) -> Any:
-        return (stream or self.device.stream).handle
-
-    # ---- synchronous transfers ---------------------------------------------------------
-    def upload(self, host: np.ndarray, nbytes: int | None = None) -> None:
-        """Copy ``nbytes`` (default ``host.nbytes``) from ``host`` to offset 0."""
-        self.upload_at(0, host, nbytes)
-
-    def download(self, host: np.ndarray, nbytes: int | None = None) -> None:
-        """Copy ``nbytes`` (default ``host.nbytes``) from offset 0 into ``host``."""
-        self.download_at(0, host, nbytes)
-
-    def upload_at(self, offset: int, host: np.ndarray, nbytes: int | None = None) -> None:
-        """Copy ``nbytes`` from ``host`` to byte ``offset``."""
-        _, n = host_span(host, nbytes, "upload")
-        dst = self._range(offset, n, "upload")
-        if n:
-            self.device.make_current()
-            check(self.device.hip.hipMemcpyHtoD(dst, host, n), f"hipMemcpyHtoD({n})", CopyFailed)
-
-    def download_at(self, offset: int, host: np.ndarray, nbytes: int | None = None) -> None:
-        """Copy ``nbytes`` from byte ``offset`` into ``host``."""
-        _, n = host_span(host, nbytes, "download", writable=True)
-        src = self._range(offset, n, "download")
-        if n:
-            self.device.make_current()
-            check(self.device.hip.hipMemcpyDtoH(host, src, n), f"hipMemcpyDtoH({n})", CopyFailed)
-
-    def copy_from(self, other: HipBuffer, nbytes: int | None = None) -> None:
-        """Device-to-device copy of ``nbytes`` (default: all of ``other``) to offset 0."""
-        n, src = self._peer(other, nbytes)
-        if n:
-            self.device.make_current()
-            check(self.device.hip.hipMemcpyDtoD(self._addr, src, n), f"hipMemcpyDtoD({n})",
+    def _copyin(self, offset: int, host: np.ndarray, stream: HipStream | None) -> None:
+        hip, n = self.device.hip, host.size
+        self.device.make_current()
+        if stream is None:
+            check(hip.hipMemcpyHtoD(self.addr + offset, host, n), f"hipMemcpyHtoD({n})",
                   CopyFailed)
-
-    # ---- asynchronous transfers ---------------------------------------------------------
-    def copy_from_async(self, other: HipBuffer, stream: HipStream | None = None,
-                        nbytes: int | None = None) -> None:
-        """Enqueue a device-to-device copy on ``stream`` (default: the device's stream)."""
-        n, src = self._peer(other, nbytes)
-        if n:
-            check(self.device.hip.hipMemcpyDtoDAsync(self._addr, src, n, self._stream(stream)),
-                  f"hipMemcpyDtoDAsync({n})", CopyFailed)
-
-    def upload_at_async(self, offset: int, host: np.ndarray, stream: HipStream | None = None,
-                        nbytes: int | None = None) -> None:
-        """Enqueue a host-to-device copy (asynchronous only from pinned host memory)."""
-        _, n = host_span(host, nbytes, "upload_at_async")
-        dst = self._range(offset, n, "upload_at_async")
-        if n:
-            check(self.device.hip.hipMemcpyHtoDAsync(dst, host, n, self._stream(stream)),
+        else:
+            check(hip.hipMemcpyHtoDAsync(self.addr + offset, host, n, stream.handle),
                   f"hipMemcpyHtoDAsync({n})", CopyFailed)
 
-    def download_at_async(self, offset: int, host: np.ndarray,
-                          stream: HipStream | None = None, nbytes: int | None = None) -> None:
-        """Enqueue a device-to-host copy (asynchronous only into pinned host memory)."""
-        _, n = host_span(host, nbytes, "download_at_async", writable=True)
-        src = self._range(offset, n, "download_at_async")
-        if n:
-            check(self.device.hip.hipMemcpyDtoHAsync(host, src, n, self._stream(stream)),
+    def _copyout(self, offset: int, host: np.ndarray, stream: HipStream | None) -> None:
+        hip, n = self.device.hip, host.size
+        self.device.make_current()
+        if stream is None:
+            check(hip.hipMemcpyDtoH(host, self.addr + offset, n), f"hipMemcpyDtoH({n})",
+                  CopyFailed)
+        else:
+            check(hip.hipMemcpyDtoHAsync(host, self.addr + offset, n, stream.handle),
                   f"hipMemcpyDtoHAsync({n})", CopyFailed)
 
-    def fill_async(self, value: int, stream: HipStream | None = None,
-                   nbytes: int | None = None) -> None:
-        """Enqueue setting ``nbytes`` (default all) bytes from offset 0 to ``value`` (0..255)."""
-        if not 0 <= int(value) <= 255:
-            raise InvalidArgument(f"fill_async: value {value} is not a byte (0..255)")
-        n = self.nbytes if nbytes is None else int(nbytes)
-        dst = self._range(0, n, "fill_async")
-        if n:
-            check(self.device.hip.hipMemsetD8Async(dst, int(value), n, self._stream(stream)),
-                  f"hipMemsetD8Async({n})", CopyFailed)
+    def _copy_device(self, offset: int, src: Buffer, src_offset: int, nbytes: int,
+                     stream: HipStream | None) -> None:
+        hip = self.device.hip
+        self.device.make_current()
+        if stream is None:
+            check(hip.hipMemcpyDtoD(self.addr + offset, src.addr + src_offset, nbytes),
+                  f"hipMemcpyDtoD({nbytes})", CopyFailed)
+        else:
+            check(hip.hipMemcpyDtoDAsync(self.addr + offset, src.addr + src_offset, nbytes,
+                                         stream.handle), f"hipMemcpyDtoDAsync({nbytes})",
+                  CopyFailed)
 
-    def _peer(self, other: HipBuffer, nbytes: int | None) -> tuple[int, int]:
-        if not isinstance(other, HipBuffer):
-            raise InvalidArgument(f"copy_from: expected a HIP buffer, got {type(other).__name__}")
-        n = other.nbytes if nbytes is None else int(nbytes)
-        src = other._range(0, n, "copy_from (source)")
-        self._range(0, n, "copy_from")
-        return n, src
+    def _fill(self, offset: int, nbytes: int, value: int, stream: HipStream | None) -> None:
+        hip = self.device.hip
+        self.device.make_current()
+        if stream is None:
+            check(hip.hipMemsetD8(self.addr + offset, value, nbytes), f"hipMemsetD8({nbytes})",
+                  CopyFailed)
+        else:
+            check(hip.hipMemsetD8Async(self.addr + offset, value, nbytes, stream.handle),
+                  f"hipMemsetD8Async({nbytes})", CopyFailed)
 
-    # ---- lifetime -----------------------------------------------------------------
-    def device_addr(self) -> int:
-        """The device address as an integer."""
-        return self._range(0, 0, "device_addr")
-
-    def free(self) -> None:
-        """Release the memory (idempotent)."""
-        if self._freed:
-            return
-        self._freed = True
-        if self._addr:
+    def _release(self) -> None:
+        if self.addr:
             self.device.make_current()
-            check(self.device.hip.hipFree(self._addr), "hipFree", AllocFailed)
-            self._addr = 0
+            check(self.device.hip.hipFree(self.addr), "hipFree", AllocFailed)
 
 
 class _PinnedAllocation:

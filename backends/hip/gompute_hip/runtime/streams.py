@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from gompute_core.backend import Stream
 from gompute_core.errors import (
     CaptureFailed,
     EventFailed,
@@ -41,7 +42,7 @@ def _unsupported_to(device: HipDevice, fn: str, result: tuple[Any, ...],
     return check(result, fn, default)
 
 
-class HipStream:
+class HipStream(Stream):
     """An ordered queue of device work (``hipStream_t``); ``handle`` is passed to HIP."""
 
     def __init__(self, device: HipDevice) -> None:

@@ -1,0 +1,46 @@
+"""The backend SDK: everything a backend implements, and nothing it must re-implement.
+
+A backend is a distribution with an entry point in the ``gompute.backends``
+group naming a module (or object) with four hooks marked
+:data:`hookimpl` (see :mod:`gompute_core.plugins.hookspecs`):
+
+=========================  ==================================================
+``gompute_backend_info()``  a :class:`BackendInfo`: name, version, the plugin
+                            API version it implements, priority, the kinds it
+                            supports (listed explicitly), unsupported types
+``gompute_probe()``         an :class:`Availability`: devices, or why none
+``gompute_compiler()``      a :class:`Compiler`: identity, render, build
+``gompute_device(ordinal)`` a :class:`Device`: ``_alloc``, ``_load``,
+                            ``synchronize``, ``stream``; optional streams,
+                            events, pinned memory, host memory
+=========================  ==================================================
+
+Buffers subclass :class:`Buffer` and implement ``_copyin``, ``_copyout``,
+``_copy_device``, ``_fill`` and ``_release``. The core does the rest once for
+every backend: argument checks, the per-kind launch with its argument buffer
+(:class:`ArgBuffer`), ``run`` (pipelined on devices with streams), the compile
+cache and its key, the reduce block cap and every error message. The
+reference backend in ``tests/pybackend.py`` shows the minimum; ``plugins.md``
+is the guide.
+"""
+
+from ..plugins.manager import hookimpl
+from ..plugins.records import (
+    PLUGIN_API_VERSION,
+    Artifact,
+    Availability,
+    BackendInfo,
+    CompileRequest,
+    DeviceInfo,
+)
+from .args import ArgBuffer, ArgLayout, Slot, arg_layout, has_params
+from .buffer import Buffer
+from .compiler import Built, Compiler, compile_kernel
+from .device import CAPABILITIES, Device, ImmediateStream, Launcher, Stream
+
+__all__ = [
+    "CAPABILITIES", "PLUGIN_API_VERSION", "ArgBuffer", "ArgLayout", "Artifact", "Availability",
+    "BackendInfo", "Buffer", "Built", "CompileRequest", "Compiler", "Device", "DeviceInfo",
+    "ImmediateStream", "Launcher", "Slot", "Stream", "arg_layout", "compile_kernel",
+    "has_params", "hookimpl",
+]

@@ -1,0 +1,124 @@
+"""The entry point's argument buffer: one layout for every backend that passes arguments packed.
+
+Every generated entry point takes the leading arguments of
+:data:`~gompute_core.ir.kernel.ENTRY_ARGS` (device pointers and ``u64``
+counts, 8 bytes each) and then, when the kernel has a non-empty params
+struct, the struct itself at its alignment: the C ABI's struct layout. GPU
+drivers take such a buffer whole (CUDA's ``CU_LAUNCH_PARAM_BUFFER_POINTER``,
+HIP's ``HIP_LAUNCH_PARAM_BUFFER_POINTER``), so the core lays it out once
+(:class:`ArgLayout`) and keeps one :class:`ArgBuffer` per loaded program,
+patched in place on each launch (no allocation on the hot path).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import struct
+from dataclasses import dataclass
+from typing import Literal
+
+from ..ir.kernel import ENTRY_ARGS, KernelIR
+
+SlotKind = Literal["pointer", "u64", "params"]
+
+
+def has_params(kernel: KernelIR) -> bool:
+    """True when the entry point takes the params struct (absent or empty: no argument)."""
+    return kernel.params is not None and kernel.params.layout.size > 0  # type: ignore[attr-defined]
+
+
+def _round_up(value: int, align: int) -> int:
+    return -(-value // align) * align
+
+
+@dataclass(frozen=True)
+class Slot:
+    """One explicit argument of an entry point: name, kind, byte offset and size."""
+
+    name: str
+    kind: SlotKind
+    offset: int
+    size: int
+
+
+@dataclass(frozen=True)
+class ArgLayout:
+    """The explicit arguments of one entry point laid out as a C struct.
+
+    ``size`` is the end of the last argument; ``align`` the largest
+    alignment. A driver that wants the size rounded (AMDGPU rounds the
+    kernarg segment to 4 bytes) rounds it itself (:meth:`padded_size`).
+    """
+
+    slots: tuple[Slot, ...]
+    size: int
+    align: int
+
+    @property
+    def leading(self) -> int:
+        """How many pointer/count slots come before the params struct."""
+        return sum(1 for s in self.slots if s.kind != "params")
+
+    @property
+    def params_offset(self) -> int:
+        """Byte offset of the params struct, or -1 when the entry takes none."""
+        return next((s.offset for s in self.slots if s.kind == "params"), -1)
+
+    def padded_size(self, multiple: int) -> int:
+        """``size`` rounded up to ``multiple`` bytes."""
+        return _round_up(self.size, multiple)
+
+    def leading_format(self) -> str:
+        """``struct`` format of the leading slots (little-endian ``u64`` each)."""
+        return "<" + "Q" * self.leading
+
+
+def arg_layout(kernel: KernelIR) -> ArgLayout:
+    """The argument layout of ``kernel``'s entry point."""
+    slots: list[Slot] = []
+    pos, align = 0, 8
+    for name, kind in ENTRY_ARGS[kernel.kind]:
+        slots.append(Slot(name, kind, pos, 8))
+        pos += 8
+    if has_params(kernel):
+        layout = kernel.params.layout  # type: ignore[union-attr]
+        pos = _round_up(pos, layout.align)
+        slots.append(Slot("p", "params", pos, layout.size))
+        pos += layout.size
+        align = max(align, layout.align)
+    return ArgLayout(tuple(slots), pos, align)
+
+
+class ArgBuffer:
+    """The packed arguments of one program, patched in place before each launch.
+
+    ``address`` and ``size`` stay fixed for the buffer's life, so a backend
+    builds its driver's launch structure (CUDA's ``extra`` array, say) once,
+    when the program is loaded. ``values`` holds the same arguments
+    unpacked (buffers, counts) and ``params`` the params object, for backends
+    that call a host function instead of a driver (the CPU).
+    """
+
+    __slots__ = ("layout", "data", "address", "size", "values", "params", "_pack_leading",
+                 "_pinned")
+
+    def __init__(self, layout: ArgLayout) -> None:
+        self.layout = layout
+        self.data = bytearray(max(layout.size, 8))
+        # the ctypes view exports the bytearray, so it can never be resized (and moved)
+        self._pinned = (ctypes.c_char * len(self.data)).from_buffer(self.data)
+        self.address = ctypes.addressof(self._pinned)
+        self.size = layout.size
+        self.values: tuple[object, ...] = ()
+        self.params: object = None
+        self._pack_leading = struct.Struct(layout.leading_format()).pack_into
+
+    def pack(self, *leading: int) -> None:
+        """Write the leading arguments (device addresses and counts, in entry order)."""
+        self._pack_leading(self.data, 0, *leading)
+
+    def set_params(self, packed: bytes) -> None:
+        """Write the params struct's bytes (ignored when the entry takes no params)."""
+        offset = self.layout.params_offset
+        if offset >= 0:
+            self.data[offset:offset + len(packed)] = packed

@@ -1,0 +1,189 @@
+"""``Device`` and ``Stream``: the runtime half of a backend, with the checks in the core.
+
+A backend's device subclasses :class:`Device` and implements:
+
+* ``_alloc(nbytes) -> Buffer`` — raw allocation (``nbytes`` already checked);
+* ``_load(artifact, kernel, args) -> launcher`` — load the artifact's entry
+  point and return a callable ``launcher(grid, stream)`` that launches it
+  with ``grid`` blocks of ``kernel.block_size`` threads on ``stream``, reading
+  its arguments from ``args`` (an :class:`~gompute_core.backend.args.ArgBuffer`
+  the core patches before each call);
+* ``synchronize()`` and the ``stream`` property (the default stream).
+
+Optional, each declared in ``capabilities`` when present: ``create_stream``
+and ``create_event`` (``"streams"``, ``"events"``), graph capture on streams
+(``"graphs"``), ``pinned``/``pin`` (``"pinned_memory"``: page-locked host
+memory, so async copies really overlap), ``borrow`` (``"host_memory"``: the
+device computes on host memory, so ``run`` hands it the user's arrays with
+no copy). A missing capability raises ``Unsupported`` naming it.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+
+from ..errors import AllocFailed, InvalidArgument, ModuleLoadFailed, Unsupported
+from ..ir.kernel import KernelIR
+from ..plugins.records import Artifact
+from .args import ArgBuffer
+from .buffer import Buffer
+
+if TYPE_CHECKING:
+    from ..kinds.program import KernelProgram
+
+Launcher = Callable[[int, "Stream"], None]
+"""``launcher(grid, stream)``: one launch of a loaded entry point with the current args."""
+
+CAPABILITIES = frozenset({"streams", "events", "graphs", "pinned_memory", "host_memory",
+                          "f64_atomics"})
+"""Every capability name a device may declare."""
+
+MAX_ALLOC_BYTES = 1 << 56
+"""Larger requests are refused as ``AllocFailed`` before any backend call."""
+
+
+class Stream:
+    """An ordered queue of work on one device (``device`` says which)."""
+
+    device: Device
+
+    def synchronize(self) -> None:
+        """Wait for all work on this stream; a device fault raises ``SyncFailed``."""
+
+    def query(self) -> bool:
+        """True when all work on this stream has finished."""
+        return True
+
+
+class ImmediateStream(Stream):
+    """The stream of a device whose every operation is done when its call returns."""
+
+    def __init__(self, device: Device) -> None:
+        self.device = device
+
+    def wait_event(self, event: object) -> None:
+        """Nothing to wait for: every operation already completed."""
+
+    def __repr__(self) -> str:
+        return f"<ImmediateStream of {self.device.backend}:{self.device.ordinal}>"
+
+
+class Device(ABC):
+    """One device of a backend: allocation, program loading, streams, synchronization."""
+
+    backend: ClassVar[str]
+    capabilities: ClassVar[frozenset[str]] = frozenset()
+    #: False for a backend whose launcher reads ``args.values``/``args.params`` (host calls)
+    #: rather than the packed bytes; the core then skips packing.
+    packs_arguments: ClassVar[bool] = True
+    ordinal: int
+    arch: str
+    name: str = ""
+
+    # ---- primitives ----------------------------------------------------------------------
+    @abstractmethod
+    def _alloc(self, nbytes: int) -> Buffer:
+        """A new owned buffer of ``nbytes`` bytes (``AllocFailed`` on failure)."""
+
+    @abstractmethod
+    def _load(self, artifact: Artifact, kernel: KernelIR, args: ArgBuffer) -> Launcher:
+        """Load ``artifact``'s entry (cache modules per image) and return its launcher."""
+
+    @abstractmethod
+    def synchronize(self) -> None:
+        """Wait for all work on the device; a device fault raises ``SyncFailed``."""
+
+    @property
+    @abstractmethod
+    def stream(self) -> Stream:
+        """The default stream (programs launch there unless given another)."""
+
+    # ---- optional, with defaults -----------------------------------------------------------
+    def max_grid_blocks(self, block_size: int) -> int:
+        """Most blocks an elementwise launch uses (the entries loop grid-stride): enough to
+        fill the device a few times over."""
+        return 2**31 - 1
+
+    def params_converter(self, kernel: KernelIR) -> Callable[[bytes], Any]:
+        """For a device that does not pack arguments: what its launcher receives as
+        ``args.params`` for the params' packed bytes (converted once per params object)."""
+        return bytes
+
+    def run_reduce_blocks(self, entry: Any, count: int, block_size: int) -> int:
+        """Partials ``Kernel.run`` asks a reduce launch of ``entry`` (what :meth:`_load`
+        returned) over ``count`` elements for: by default one per block, at most 1024."""
+        return min(-(-count // block_size), 1024)
+
+    def create_stream(self) -> Stream:
+        """A new stream (capability ``"streams"``)."""
+        raise Unsupported(f"backend {self.backend!r} does not provide streams (capability "
+                          "'streams')")
+
+    def create_event(self, timing: bool = True) -> Any:
+        """A new event (capability ``"events"``)."""
+        raise Unsupported(f"backend {self.backend!r} does not provide events (capability "
+                          "'events')")
+
+    def pinned(self, shape: Any, dtype: Any = np.uint8) -> np.ndarray:
+        """A host array for fast transfers: page-locked where the backend declares
+        ``"pinned_memory"``, an ordinary array elsewhere."""
+        return np.empty(shape, dtype)
+
+    def pin(self, host: np.ndarray) -> bool:
+        """Page-lock ``host``'s memory for fast, truly asynchronous copies while it lives;
+        False when the backend cannot (callers then stage through :meth:`pinned`)."""
+        return False
+
+    def borrow(self, host: np.ndarray) -> Buffer:
+        """A buffer viewing ``host``'s memory (capability ``"host_memory"``)."""
+        raise Unsupported(f"backend {self.backend!r} cannot compute on host memory "
+                          "(capability 'host_memory')")
+
+    def close(self) -> None:  # noqa: B027 - optional: a device may hold nothing to release
+        """Release what the device holds (idempotent)."""
+
+    # ---- checked public surface --------------------------------------------------------------
+    def alloc(self, nbytes: int) -> Buffer:
+        """``nbytes`` bytes of device memory (``AllocFailed`` when it cannot be had)."""
+        if isinstance(nbytes, bool) or not isinstance(nbytes, (int, np.integer)) or nbytes < 0:
+            raise InvalidArgument(f"alloc: nbytes must be a non-negative int, got {nbytes!r}")
+        nbytes = int(nbytes)
+        if nbytes > MAX_ALLOC_BYTES:
+            raise AllocFailed(f"{self.backend}: cannot allocate {nbytes} bytes on device "
+                              f"{self.ordinal} (more than any device holds)")
+        try:
+            return self._alloc(nbytes)
+        except (MemoryError, ValueError, OverflowError) as exc:
+            raise AllocFailed(f"{self.backend}: cannot allocate {nbytes} bytes on device "
+                              f"{self.ordinal}: {exc}") from exc
+
+    def program(self, artifact: Artifact, kernel: KernelIR) -> KernelProgram:
+        """Load ``artifact`` (compiled from ``kernel``) as a launchable program."""
+        from ..kinds.program import KernelProgram
+
+        if artifact.backend != self.backend:
+            raise ModuleLoadFailed(f"{self.backend}: cannot load an artifact of backend "
+                                   f"{artifact.backend!r} ({artifact.entry!r})")
+        return KernelProgram(self, artifact, kernel)
+
+    def has(self, capability: str) -> bool:
+        """True when the device declares ``capability`` (see :data:`CAPABILITIES`)."""
+        return capability in self.capabilities
+
+    @property
+    def context(self) -> Device:
+        """The device itself (``k.context.synchronize()``)."""
+        return self
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.backend}:{self.ordinal} {self.name} ({self.arch})>"
+
+
+def grid_blocks(count: int, per_block: int, cap: int) -> int:
+    """Blocks covering ``count`` elements at ``per_block`` each, at most ``cap``."""
+    return max(1, min(math.ceil(count / per_block), cap))

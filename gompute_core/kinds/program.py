@@ -1,0 +1,223 @@
+"""``KernelProgram``: one kernel loaded on one device, with each kind's checked ``launch``.
+
+``launch`` takes the per-kind arguments (map/map_indexed ``(buf, n, p)``;
+map_to ``(inp, out, n, p)``; zip ``(a, b, out, n, p)``; reduce
+``(data, n, partials, blocks, p)``; gather/scatter ``(src, idx, out, n,
+bound)``), checks them in O(1) — each buffer belongs to this device, is not
+freed and holds what the launch touches; counts are ``u64``; ``1 <= blocks
+<= 1024`` for a reduce — then patches the program's
+:class:`~gompute_core.backend.args.ArgBuffer` and calls the backend's
+launcher. A lock makes patch-and-launch one step, so threads sharing a
+program never launch with each other's arguments. No allocation, copy or
+synchronization happens here.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..backend.args import ArgBuffer, arg_layout
+from ..codegen.entries import UNROLL
+from ..errors import InvalidArgument
+from ..ir.kernel import KernelIR
+from ..plugins.records import Artifact
+from ..runtime import checks
+from ..runtime.launch_params import ParamsCache
+
+if TYPE_CHECKING:
+    from ..backend.buffer import Buffer
+    from ..backend.device import Device, Stream
+
+MAX_REDUCE_BLOCKS = 1024
+"""Most partials one reduce launch writes."""
+
+U64_LIMIT = 2**64
+
+_STALE = object()
+"""``_last_p`` when the params must be converted again."""
+
+
+def elements_per_block(kernel: KernelIR) -> int:
+    """Elements one block of the C-family entry covers per unrolled step: the grid for a
+    small count needs no more blocks than this covers (16-byte vectors, ``UNROLL`` deep)."""
+    if kernel.kind in ("gather", "scatter"):
+        return kernel.block_size
+    widest = max(np.dtype(t).itemsize for role, t in kernel.value_types if role != "Idx")
+    return kernel.block_size * (16 // widest) * UNROLL
+
+
+def _count(value: Any, name: str) -> int:
+    if type(value) is int and 0 <= value < U64_LIMIT:
+        return value
+    n = checks.count(value, f"launch: {name}")
+    if n >= U64_LIMIT:
+        raise InvalidArgument(f"launch: {name} {n} is not a u64")
+    return n
+
+
+class KernelProgram:
+    """A kernel's entry point on one device; ``launch`` is the checked per-kind call."""
+
+    def __init__(self, device: Device, artifact: Artifact, kernel: KernelIR) -> None:
+        self.device, self.artifact, self.kernel = device, artifact, kernel
+        self.kind = kernel.kind
+        self.block_size = kernel.block_size
+        self.args = ArgBuffer(arg_layout(kernel))
+        self._packs = device.packs_arguments
+        self._host = not device.packs_arguments
+        self.entry = device._load(artifact, kernel, self.args)
+        """The backend's launcher for this kernel (``entry(grid, stream)``)."""
+        self._launcher = self.entry
+        self._stream: Stream = device.stream
+        self._lock = threading.Lock()
+        self._params = ParamsCache(kernel, bytes if self._packs else
+                                   device.params_converter(kernel))
+        self._last_p: Any = _STALE
+        self.dtypes = {role: np.dtype(t) for role, t in kernel.value_types}
+        self._size = {role: d.itemsize for role, d in self.dtypes.items()}
+        self._max_blocks = device.max_grid_blocks(kernel.block_size)
+        self._per_block = elements_per_block(kernel)
+        self._last_n, self._last_grid = -1, 1
+        self.launch = getattr(self, f"_launch_{self.kind}")
+
+    # ---- stream ------------------------------------------------------------------------------
+    @property
+    def stream(self) -> Stream:
+        """The stream ``launch`` enqueues on (settable to another stream of the device)."""
+        return self._stream
+
+    @stream.setter
+    def stream(self, value: Stream) -> None:
+        if getattr(value, "device", None) is not self.device:
+            raise InvalidArgument(f"stream: expected a stream of {self.device!r}, got {value!r}")
+        self._stream = value
+
+    # ---- the pieces every launch shares --------------------------------------------------------
+    def grid(self, count: int) -> int:
+        """Blocks of an elementwise launch over ``count`` elements on this device."""
+        if count != self._last_n:
+            blocks = -(-count // self._per_block)
+            self._last_grid = max(1, min(blocks, self._max_blocks))
+            self._last_n = count
+        return self._last_grid
+
+    def move_grid(self, count: int) -> int:
+        """Blocks of a gather/scatter launch over ``count`` indices (one per thread)."""
+        return max(1, min(-(-count // self.block_size), self._max_blocks))
+
+    def _set_params(self, p: Any) -> None:
+        value = self._params.get(p)
+        if self._packs:
+            self.args.set_params(value)
+        else:
+            self.args.params = value
+        self._last_p = p if self._params.holds(p) else _STALE
+
+    def _operand(self, buf: Any, name: str, need: int, role: str) -> Any:
+        """O(1): ``buf``'s address (or typed host array) after checking it is a live buffer
+        of this device holding ``need`` elements of ``role``'s type."""
+        try:
+            ok = buf.device is self.device and not buf._freed and \
+                need * self._size[role] <= buf.nbytes
+        except AttributeError:
+            raise InvalidArgument(f"launch: {name} must be a {self.device.backend} buffer "
+                                  f"(from alloc), got {type(buf).__name__}") from None
+        if not ok:
+            raise self._refusal(buf, name, need, role)
+        if self._host:
+            return self.device.host_array(buf, self.dtypes[role])  # type: ignore[attr-defined]
+        return buf.addr
+
+    def _refusal(self, buf: Buffer, name: str, need: int, role: str) -> InvalidArgument:
+        if buf.device is not self.device:
+            return InvalidArgument(f"launch: {name} is a buffer of {buf.device!r}; this "
+                                   f"kernel runs on {self.device!r}")
+        if buf._freed:
+            return InvalidArgument(f"launch: {name} is a buffer used after free()")
+        return InvalidArgument(f"launch: {name} holds {buf.nbytes // self._size[role]} "
+                               f"elements, the launch needs {need}")
+
+    def enqueue(self, stream: Stream, grid: int, values: tuple[Any, ...], p: Any) -> None:
+        """Launch with already-checked ``values`` (addresses and counts in entry order; typed
+        host arrays for pointers on a host-memory device) on ``stream``: the run path's
+        entry, which validated everything itself."""
+        with self._lock:
+            if p is not self._last_p:
+                self._set_params(p)
+            if self._packs:
+                self.args.pack(*values)
+            else:
+                self.args.values = values
+            self._launcher(grid, stream)
+
+    def _go(self, grid: int, values: tuple[Any, ...]) -> None:
+        """Patch the arguments and launch on the program's stream (lock held)."""
+        if self._packs:
+            self.args.pack(*values)
+        else:
+            self.args.values = values
+        self._launcher(grid, self._stream)
+
+    # ---- launches -------------------------------------------------------------------------------
+    def _launch_map(self, buf: Buffer, n: int, p: Any = None) -> None:
+        n = _count(n, "n")
+        with self._lock:
+            if p is not self._last_p:
+                self._set_params(p)
+            if n:
+                self._go(self.grid(n), (self._operand(buf, "buf", n, "T"), n))
+
+    _launch_map_indexed = _launch_map
+
+    def _launch_map_to(self, inp: Buffer, out: Buffer, n: int, p: Any = None) -> None:
+        n = _count(n, "n")
+        with self._lock:
+            if p is not self._last_p:
+                self._set_params(p)
+            if n:
+                self._go(self.grid(n), (self._operand(inp, "inp", n, "In"),
+                                        self._operand(out, "out", n, "Out"), n))
+
+    def _launch_zip(self, a: Buffer, b: Buffer, out: Buffer, n: int, p: Any = None) -> None:
+        n = _count(n, "n")
+        with self._lock:
+            if p is not self._last_p:
+                self._set_params(p)
+            if n:
+                self._go(self.grid(n), (self._operand(a, "a", n, "A"),
+                                        self._operand(b, "b", n, "B"),
+                                        self._operand(out, "out", n, "Out"), n))
+
+    def _launch_reduce(self, data: Buffer, n: int, partials: Buffer, blocks: int,
+                       p: Any = None) -> None:
+        n, blocks = _count(n, "n"), _count(blocks, "blocks")
+        with self._lock:
+            if p is not self._last_p:
+                self._set_params(p)
+            if blocks == 0 and n == 0:
+                return
+            if not 1 <= blocks <= MAX_REDUCE_BLOCKS:
+                raise InvalidArgument(f"launch: blocks must be in 1..{MAX_REDUCE_BLOCKS} (0 "
+                                      f"only with n == 0), got blocks={blocks}, n={n}")
+            self._go(blocks, (self._operand(data, "data", n, "T"), n,
+                              self._operand(partials, "partials", blocks, "T")))
+
+    def _launch_gather(self, src: Buffer, idx: Buffer, out: Buffer, n: int,
+                       bound: int) -> None:
+        n, bound = _count(n, "n"), _count(bound, "bound")
+        if not n:
+            return
+        # gather reads src[< bound] and writes out[< n]; scatter the other way round
+        src_n, out_n = (bound, n) if self.kind == "gather" else (n, bound)
+        with self._lock:
+            self._go(self.move_grid(n),
+                     (self._operand(src, "src", src_n, "T"), self._operand(idx, "idx", n, "Idx"),
+                      self._operand(out, "out", out_n, "T"), n, bound))
+
+    _launch_scatter = _launch_gather
+
+    def __repr__(self) -> str:
+        return f"<KernelProgram {self.kernel.name!r} ({self.kind}) on {self.device!r}>"

@@ -1,0 +1,288 @@
+"""``Kernel.run``'s device work, once for every backend: thread-safe, pipelined on GPUs.
+
+Three ways, chosen per call from what the device declares:
+
+* **host memory** (the CPU; any device that computes on host memory): the
+  launch gets the caller's (already validated) arrays; nothing is copied.
+* **pipelined** (a device with ``"streams"`` whose ``pin`` page-locks the
+  caller's arrays): the arrays are cut into chunks of 1-8 MiB; each chunk's
+  upload, launch and download go on one of two streams in turn, so the
+  upload of one chunk, the kernel of another and the download of a third run
+  at once (PCIe is full duplex). Elementwise kinds, reduce (one set of
+  partials per chunk, folded in order) and gather (over ``idx``/``out``,
+  after ``src``) are pipelined; scatter and ``map_indexed`` (whose index is
+  global) are not.
+* **staged**: inputs go through a pinned staging buffer in one piece each.
+
+Every call takes its own scratch set (device buffers, staging, streams) from
+a pool, so threads sharing one ``Kernel`` never share buffers; a single
+thread reuses one set.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from ..backend.buffer import Buffer
+    from ..backend.device import Stream
+    from ..specs import Spec
+    from .program import KernelProgram
+
+PIPELINE_MIN_BYTES = 2 << 20
+"""Smaller transfers go in one piece: below this, chunking costs more than it overlaps."""
+CHUNK_MIN_BYTES, CHUNK_MAX_BYTES = 1 << 20, 8 << 20
+CHUNK_ALIGN = 4096
+"""Chunk lengths are multiples of this many elements, so chunk addresses keep the 16-byte
+alignment the vectorized entries use."""
+
+
+ACCESS: dict[str, tuple[tuple[str, str], ...]] = {
+    "map": (("T", "inout"),), "map_indexed": (("T", "inout"),),
+    "map_to": (("In", "in"), ("Out", "out")),
+    "zip": (("A", "in"), ("B", "in"), ("Out", "out")),
+}
+"""Each elementwise kind's arrays in entry order: the value type's role and whether the
+kernel reads it (``in``), writes it (``out``) or both."""
+
+
+def chunk_elements(count: int, itemsize: int) -> int:
+    """Elements per chunk: about a quarter of the data, within 1-8 MiB."""
+    nbytes = min(max(count * itemsize // 4, CHUNK_MIN_BYTES), CHUNK_MAX_BYTES)
+    return max(CHUNK_ALIGN, nbytes // itemsize // CHUNK_ALIGN * CHUNK_ALIGN)
+
+
+class _Scratch:
+    """One concurrent ``run``'s device buffers, staging memory and streams."""
+
+    def __init__(self, runner: Runner) -> None:
+        self.runner = runner
+        self.buffers: dict[str, Buffer] = {}
+        self.stage: np.ndarray | None = None
+        self.streams: list[Stream] = []
+
+    def buffer(self, slot: str, nbytes: int) -> Buffer:
+        """The device buffer ``slot``, grown to at least ``nbytes``."""
+        buf = self.buffers.get(slot)
+        if buf is None or buf.nbytes < nbytes:
+            if buf is not None:
+                buf.free()
+            buf = self.buffers[slot] = self.runner.device.alloc(max(nbytes, 256))
+        return buf
+
+    def staging(self, nbytes: int) -> np.ndarray:
+        """Pinned host bytes for staging, grown to at least ``nbytes``."""
+        if self.stage is None or self.stage.nbytes < nbytes:
+            self.stage = self.runner.device.pinned(max(nbytes, 4096), np.uint8)
+        return self.stage
+
+    def two_streams(self) -> list[Stream]:
+        """Two streams of the device for the pipeline (created once per scratch set)."""
+        if not self.streams:
+            self.streams = [self.runner.device.create_stream() for _ in range(2)]
+        return self.streams
+
+    def free(self) -> None:
+        for buf in self.buffers.values():
+            buf.free()
+        self.buffers.clear()
+        self.stage = None
+        self.streams = []
+
+
+class Runner:
+    """Runs one program on host arrays (validated by ``Kernel.run`` before they get here)."""
+
+    def __init__(self, program: KernelProgram, spec: Spec) -> None:
+        self.program, self.spec = program, spec
+        self.device = program.device
+        self.host = not self.device.packs_arguments
+        self._free: list[_Scratch] = []
+        self._all: list[_Scratch] = []
+        self._lock = threading.Lock()
+        self._size = {role: d.itemsize for role, d in program.dtypes.items()}
+        self._pipelines = self.device.has("streams")
+
+    # ---- scratch pool ------------------------------------------------------------------------
+    def _acquire(self) -> _Scratch:
+        with self._lock:
+            if self._free:
+                return self._free.pop()
+            scratch = _Scratch(self)
+            self._all.append(scratch)
+            return scratch
+
+    def _release(self, scratch: _Scratch) -> None:
+        with self._lock:
+            self._free.append(scratch)
+
+    def close(self) -> None:
+        """Free every scratch set (``Kernel.close``)."""
+        with self._lock:
+            sets, self._all, self._free = self._all, [], []
+        for scratch in sets:
+            scratch.free()
+
+    def _pinned(self, *arrays: np.ndarray) -> bool:
+        return self._pipelines and all(self.device.pin(a) for a in arrays)
+
+    # ---- elementwise kinds -----------------------------------------------------------------
+    def elementwise(self, arrays: tuple[np.ndarray, ...], n: int, p: Any) -> None:
+        """Run an elementwise kind on ``arrays`` (the entry's arrays in order, each holding
+        ``n`` elements; see :data:`ACCESS` for which are read and written)."""
+        prog = self.program
+        if self.host:
+            prog.enqueue(prog.stream, prog.grid(n), (*arrays, n), p)
+            return
+        described = [(a, role, way) for a, (role, way) in zip(arrays, ACCESS[prog.kind],
+                                                              strict=True)]
+        scratch = self._acquire()
+        try:
+            bufs = [scratch.buffer(f"{role}:{i}", n * self._size[role])
+                    for i, (_, role, _) in enumerate(described)]
+            widest = max(self._size[role] for _, role, _ in described)
+            if (n * widest >= PIPELINE_MIN_BYTES and prog.kind != "map_indexed"
+                    and self._pinned(*arrays)):
+                self._pipeline(scratch, described, bufs, n, p, chunk_elements(n, widest))
+            else:
+                self._staged(scratch, described, bufs, n, p)
+        finally:
+            self._release(scratch)
+
+    def _pipeline(self, scratch: _Scratch, arrays: list[tuple[np.ndarray, str, str]],
+                  bufs: list[Buffer], n: int, p: Any, chunk: int) -> None:
+        prog, streams = self.program, scratch.two_streams()
+        for k, lo in enumerate(range(0, n, chunk)):
+            hi, s = min(n, lo + chunk), streams[k & 1]
+            addrs = []
+            for (host, role, way), buf in zip(arrays, bufs, strict=True):
+                at = lo * self._size[role]
+                if way != "out":
+                    buf.upload_at_async(at, host[lo:hi], stream=s)
+                addrs.append(buf.addr + at)
+            prog.enqueue(s, prog.grid(hi - lo), (*addrs, hi - lo), p)
+            for (host, role, way), buf in zip(arrays, bufs, strict=True):
+                if way != "in":
+                    buf.download_at_async(lo * self._size[role], host[lo:hi], stream=s)
+        for s in streams:
+            s.synchronize()
+
+    def _staged(self, scratch: _Scratch, arrays: list[tuple[np.ndarray, str, str]],
+                bufs: list[Buffer], n: int, p: Any) -> None:
+        prog = self.program
+        s = prog.stream
+        stage = scratch.staging(sum(a.nbytes for a, _, _ in arrays))
+        views, at = [], 0
+        for (host, _, way), buf in zip(arrays, bufs, strict=True):
+            direct = self.device.pin(host)
+            view = host if direct else stage[at:at + host.nbytes]
+            at += host.nbytes
+            if way != "out":
+                if not direct:
+                    np.copyto(view, host.reshape(-1).view(np.uint8))
+                buf.upload_at_async(0, view, stream=s)
+            views.append((view, direct))
+        prog.enqueue(s, prog.grid(n), (*(b.addr for b in bufs), n), p)
+        for (_, _, way), buf, (view, _) in zip(arrays, bufs, views, strict=True):
+            if way != "in":
+                buf.download_at_async(0, view, stream=s)
+        s.synchronize()
+        for (host, _, way), (view, direct) in zip(arrays, views, strict=True):
+            if way != "in" and not direct:
+                np.copyto(host.reshape(-1).view(np.uint8), view)
+
+    # ---- reduce ---------------------------------------------------------------------------------
+    def reduce(self, data: np.ndarray, p: Any) -> Any:
+        """The reduce of ``data`` (non-empty) folded on the host with the spec's ``fold``."""
+        prog, T = self.program, self.spec.T
+        n, size, bs = data.size, self._size["T"], prog.block_size
+        if self.host:
+            blocks = self.device.run_reduce_blocks(prog.entry, n, bs)
+            partials = np.empty(blocks, T)
+            prog.enqueue(prog.stream, blocks, (data, n, partials), p)
+            # one block's partial already starts from the identity: it is the result
+            return partials[0] if blocks == 1 else self.spec.fold(partials)
+        scratch = self._acquire()
+        try:
+            dbuf = scratch.buffer("data", n * size)
+            if n * size >= PIPELINE_MIN_BYTES and self._pinned(data):
+                chunk = chunk_elements(n, size)
+                spans = [(lo, min(n, lo + chunk)) for lo in range(0, n, chunk)]
+                counts = [self.device.run_reduce_blocks(prog.entry, hi - lo, bs)
+                          for lo, hi in spans]
+                pbuf = scratch.buffer("partials", sum(counts) * size)
+                streams, at = scratch.two_streams(), 0
+                for k, ((lo, hi), blocks) in enumerate(zip(spans, counts, strict=True)):
+                    s = streams[k & 1]
+                    dbuf.upload_at_async(lo * size, data[lo:hi], stream=s)
+                    prog.enqueue(s, blocks, (dbuf.addr + lo * size, hi - lo,
+                                             pbuf.addr + at * size), p)
+                    at += blocks
+                for s in streams:
+                    s.synchronize()
+                partials = np.empty(at, T)
+            else:
+                blocks = self.device.run_reduce_blocks(prog.entry, n, bs)
+                pbuf = scratch.buffer("partials", blocks * size)
+                self._upload(scratch, dbuf, data, prog.stream)
+                prog.enqueue(prog.stream, blocks, (dbuf.addr, n, pbuf.addr), p)
+                partials = np.empty(blocks, T)
+                prog.stream.synchronize()
+            pbuf.download(partials)
+            return self.spec.fold(partials)
+        finally:
+            self._release(scratch)
+
+    def _upload(self, scratch: _Scratch, buf: Buffer, host: np.ndarray, s: Stream) -> None:
+        if self.device.pin(host):
+            buf.upload_at_async(0, host, stream=s)
+            return
+        view = scratch.staging(host.nbytes)[:host.nbytes]
+        np.copyto(view, host.reshape(-1).view(np.uint8))
+        buf.upload_at_async(0, view, stream=s)
+        s.synchronize()  # the staging buffer is reused by the next upload
+
+    # ---- gather / scatter ------------------------------------------------------------------
+    def move(self, src: np.ndarray, idx: np.ndarray, out: np.ndarray, n: int,
+             bound: int) -> None:
+        """Gather or scatter ``n`` elements (``bound``: ``len(src)`` or ``len(out)``)."""
+        prog = self.program
+        if self.host:
+            prog.enqueue(prog.stream, prog.move_grid(n), (src, idx, out, n, bound), None)
+            return
+        scratch = self._acquire()
+        try:
+            t, isz = self._size["T"], self._size["Idx"]
+            sbuf = scratch.buffer("src", src.nbytes)
+            ibuf = scratch.buffer("idx", idx.nbytes)
+            obuf = scratch.buffer("out", out.nbytes)
+            s0 = prog.stream
+            self._upload(scratch, sbuf, src, s0)
+            gather = prog.kind == "gather"
+            if (gather and n * max(t, isz) >= PIPELINE_MIN_BYTES
+                    and self._pinned(idx, out)):
+                s0.synchronize()  # src is complete before any chunk reads it
+                chunk = chunk_elements(n, max(t, isz))
+                streams = scratch.two_streams()
+                for k, lo in enumerate(range(0, n, chunk)):
+                    hi, s = min(n, lo + chunk), streams[k & 1]
+                    ibuf.upload_at_async(lo * isz, idx[lo:hi], stream=s)
+                    obuf.upload_at_async(lo * t, out[lo:hi], stream=s)  # skipped ones stay
+                    prog.enqueue(s, prog.move_grid(hi - lo),
+                                 (sbuf.addr, ibuf.addr + lo * isz, obuf.addr + lo * t,
+                                  hi - lo, bound), None)
+                    obuf.download_at_async(lo * t, out[lo:hi], stream=s)
+                for s in streams:
+                    s.synchronize()
+                return
+            self._upload(scratch, ibuf, idx, s0)
+            self._upload(scratch, obuf, out, s0)  # positions no index reaches keep their values
+            prog.enqueue(s0, prog.move_grid(n),
+                         (sbuf.addr, ibuf.addr, obuf.addr, n, bound), None)
+            s0.synchronize()
+            obuf.download(out)
+        finally:
+            self._release(scratch)
