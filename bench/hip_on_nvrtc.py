@@ -29,8 +29,9 @@ try:
     import gompute_hip  # noqa: F401
 except ImportError:  # run from a checkout where gompute-hip is not installed
     sys.path.insert(0, str(ROOT / "backends" / "hip"))
+sys.path.insert(0, str(ROOT / "tests"))  # the harness lives with the tests, not the package
 
-from gompute_hip.on_nvrtc import NAME, register  # noqa: E402
+from hip_on_cuda.on_nvrtc import NAME, register  # noqa: E402
 
 from gompute_core.plugins import manager  # noqa: E402
 

@@ -15,7 +15,7 @@ import pytest
 
 pytest.importorskip("gompute_hip")
 
-from gompute_hip import libs, mpack  # noqa: E402
+from gompute_hip import libs  # noqa: E402
 from gompute_hip.codeobject import read_code_object  # noqa: E402
 
 import gompute_core as g  # noqa: E402
@@ -146,22 +146,23 @@ def test_autokernel_falls_through_silently() -> None:
 
 
 # ---- the code-object reader ---------------------------------------------------------
-def test_msgpack_decoder_on_every_type() -> None:
-    data = (b"\x8a"                                      # fixmap of 10
-            b"\xa1a" b"\x05" b"\xa1b" b"\xe0"            # fixint 5, negative fixint -32
-            b"\xa1c" b"\xcd\x01\x00"                     # uint16 256
-            b"\xa1d" b"\xd2\xff\xff\xff\xfe"             # int32 -2
-            b"\xa1e" b"\xcb" + struct.pack(">d", 1.5) +  # float64
-            b"\xa1f" b"\xc3" b"\xa1g" b"\xc0"            # true, nil
-            b"\xa1h" b"\x92\x01\xa2hi"                   # fixarray [1, "hi"]
-            b"\xa1i" b"\xd9\x03abc"                      # str8
-            b"\xa1j" b"\xc4\x02\x00\x01")                # bin8
-    assert mpack.unpackb(data) == {"a": 5, "b": -32, "c": 256, "d": -2, "e": 1.5, "f": True,
-                                   "g": None, "h": [1, "hi"], "i": "abc", "j": b"\x00\x01"}
-    with pytest.raises(InvalidArgument, match="truncated"):
-        mpack.unpackb(b"\x92\x01")
-    with pytest.raises(InvalidArgument, match="trailing"):
-        mpack.unpackb(b"\x01\x02")
+def test_corrupt_metadata_note_is_invalid_argument() -> None:
+    """The note's MessagePack is decoded by ``msgpack``; its errors become InvalidArgument."""
+    _need_hiprtc()
+    import io
+
+    from elftools.elf.elffile import ELFFile
+
+    image = bytearray(g.compile(entry("map_f32").spec(), "hip", arch="gfx90a").image)
+    assert read_code_object(bytes(image)).kernels  # the intact note decodes
+    elf = ELFFile(io.BytesIO(bytes(image)))
+    note = next(n for s in elf.iter_sections() if s["sh_type"] == "SHT_NOTE"
+                for n in s.iter_notes() if n["n_name"] == "AMDGPU" and n["n_type"] == 32)
+    desc_at = note["n_offset"] + 12 + -(-note["n_namesz"] // 4) * 4  # header, padded name
+    assert image[desc_at] == note["n_descdata"][0]
+    image[desc_at] = 0xC1  # the one type byte MessagePack never uses
+    with pytest.raises(InvalidArgument, match="not valid MessagePack"):
+        read_code_object(bytes(image))
 
 
 def test_reader_rejects_what_is_not_an_amdgpu_code_object() -> None:

@@ -1,4 +1,4 @@
-"""The HIP renderer's output compiles with NVRTC behind ``gompute_hip.on_nvrtc``'s header,
+"""The HIP renderer's output compiles with NVRTC behind ``hip_on_cuda.on_nvrtc``'s header,
 for every conformance kernel: the compile half of ``bench/hip_on_nvrtc.py``, which runs
 the same source on an NVIDIA GPU through the conformance suite. NVRTC needs no GPU.
 """
@@ -10,8 +10,8 @@ import pytest
 pytest.importorskip("gompute_hip")
 pytest.importorskip("gompute_cuda")
 
-from gompute_hip.on_nvrtc import CUDA_HEADER, NAME, compile_for_cuda, register  # noqa: E402
 from gompute_hip.renderer import render  # noqa: E402
+from hip_on_cuda.on_nvrtc import CUDA_HEADER, NAME, compile_for_cuda, register  # noqa: E402
 
 import gompute_core as g  # noqa: E402
 from gompute_core.errors import BackendUnavailable  # noqa: E402

@@ -11,12 +11,11 @@ from __future__ import annotations
 import io
 from dataclasses import dataclass
 
+import msgpack
 from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 
 from gompute_core.errors import InvalidArgument
-
-from .mpack import unpackb
 
 NT_AMDGPU_METADATA = 32
 """Note type of the MessagePack metadata (code object v3+), owner ``"AMDGPU"``."""
@@ -88,6 +87,16 @@ def _kernel(meta: dict) -> KernelMeta:
     )
 
 
+def _metadata(desc: bytes) -> object:
+    """The MessagePack document of an ``NT_AMDGPU_METADATA`` note (``InvalidArgument`` if
+    it is not one whole, valid document)."""
+    try:
+        return msgpack.unpackb(bytes(desc))
+    except (ValueError, msgpack.UnpackException) as exc:  # ExtraData is a ValueError
+        raise InvalidArgument(f"AMDGPU metadata note is not valid MessagePack: "
+                              f"{type(exc).__name__}: {exc}") from exc
+
+
 def read_code_object(image: bytes) -> CodeObject:
     """Parse ``image``; ``InvalidArgument`` when it is not an AMDGPU code object (v3+)."""
     try:
@@ -103,7 +112,7 @@ def read_code_object(image: bytes) -> CodeObject:
             continue
         for note in section.iter_notes():
             if note["n_name"] == "AMDGPU" and note["n_type"] == NT_AMDGPU_METADATA:
-                metadata = unpackb(note["n_desc"])
+                metadata = _metadata(note["n_desc"])
     if not isinstance(metadata, dict) or "amdhsa.target" not in metadata:
         raise InvalidArgument("AMDGPU code object without NT_AMDGPU_METADATA (code object v2?)")
     functions: list[str] = []

@@ -1,4 +1,5 @@
-"""HIP source on an NVIDIA GPU: the HIP renderer's output compiled by NVRTC.
+"""HIP source on an NVIDIA GPU: the HIP renderer's output compiled by NVRTC (a test
+harness, not part of any package).
 
 No AMD GPU is available to this project, so the semantics of the generated
 HIP code (indexing, the reduce tree, the params layout, f16 conversions) are
@@ -12,7 +13,11 @@ conformance suite then runs unchanged against it (``bench/hip_on_nvrtc.py``).
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
+
+from gompute_hip import __version__
+from gompute_hip.renderer import render
 
 from gompute_core.errors import BackendUnavailable
 from gompute_core.ir.kernel import KINDS, KernelIR
@@ -26,29 +31,12 @@ from gompute_core.plugins.records import (
     CompileRequest,
 )
 
-from . import __version__
-from .renderer import render
-
 NAME = "hip_nvrtc"
 
-CUDA_HEADER = r"""// hip_on_nvrtc: the HIP-only names in gompute-hip source, spelled for CUDA/NVRTC.
-// _Float16 (clang's IEEE half, used by the f16 conversions): round-to-nearest-even cvt.
-struct gp_cuda_half {
-  unsigned short bits;
-  gp_cuda_half() = default;
-  __device__ gp_cuda_half(float f) { asm("cvt.rn.f16.f32 %0, %1;" : "=h"(bits) : "f"(f)); }
-  __device__ gp_cuda_half(double d) { asm("cvt.rn.f16.f64 %0, %1;" : "=h"(bits) : "d"(d)); }
-  __device__ operator float() const {
-    float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(bits)); return f;
-  }
-};
-#define _Float16 gp_cuda_half
-// __builtin_offsetof (clang's, in the params static_asserts): NVRTC 13.0's front end lacks
-// it; __INTADDR__ is the constant-folding address builtin its own offsetof expands to.
-#define __builtin_offsetof(t, m) __INTADDR__(&(((t*)0)->m))
-"""
-"""Prepended to HIP source for NVRTC. threadIdx/blockIdx/blockDim/gridDim, __syncthreads,
-__shared__, __launch_bounds__ and the vector types are spelled alike in HIP and CUDA."""
+CUDA_HEADER = (Path(__file__).resolve().parent / "hip_to_cuda.h").read_text()
+"""Prepended to HIP source for NVRTC (also by the fixture's hiprtc, which embeds the same
+file). threadIdx/blockIdx/blockDim/gridDim, __syncthreads, __shared__, __launch_bounds__
+and the vector types are spelled alike in HIP and CUDA."""
 
 NVRTC_OPTIONS: tuple[str, ...] = ("--fmad=false", "--std=c++17", "--diag-suppress=177")
 
