@@ -84,7 +84,7 @@ def main() -> None:
     src, dst = km.alloc(n), km.alloc(n)
     src.fill_async(0)
     p = Affine(a=1.0001, b=0.5)
-    t_copy = _events(dev, lambda: dst.copy_from_async(src, None))
+    t_copy = _events(dev, lambda: dst.copy_from_async(src))
     bw_copy = 2 * nbytes / t_copy
     prog = km.program
     base_blocks = prog._max_blocks
@@ -149,10 +149,10 @@ def main() -> None:
             launch(small, 1024, None)
         dev.synchronize()
 
-    fn = k1.program.function
+    fn = dev.function(dev.load_module(k1.artifact.image), k1.artifact.entry)
     fn.prepare("PQ")
     stream = dev.stream.handle_obj
-    ptr = small.ptr
+    ptr = small.addr
 
     def pyc():
         call = fn.prepared_async_call
@@ -209,7 +209,7 @@ def main() -> None:
     y = x.copy()
     t_run = _wall(lambda: km.run(y, p), 21)
     dbuf = drv.mem_alloc(4 * m)
-    fa = km.program.function
+    fa = dev.function(dev.load_module(km.artifact.image), km.artifact.entry)
     fa.prepare("PQff")
 
     def pageable():

@@ -106,9 +106,9 @@ def test_streams_events_and_pinned_async_copies() -> None:
         k.stream = stream
         buf = k.alloc(n)
         start.record(stream)
-        buf.upload_at_async(0, host, stream)
+        buf.upload_at_async(0, host, stream=stream)
         k.launch(buf, n, None)
-        buf.download_at_async(0, back, stream)
+        buf.download_at_async(0, back, stream=stream)
         stop.record(stream)
         stream.synchronize()
         assert stream.query() and stop.query()
@@ -118,7 +118,7 @@ def test_streams_events_and_pinned_async_copies() -> None:
         ev = dev.create_event(timing=False)
         ev.record(stream)
         other.wait_event(ev)
-        buf.fill_async(0, other)
+        buf.fill_async(0, stream=other)
         other.synchronize()
         buf.download(back)
         assert not back.any()
@@ -208,7 +208,7 @@ def test_launch_with_a_larger_block_is_rejected_not_wrong() -> None:
     kir = entry("map_bs1_i32").spec().lower()
     prog = dev.program(g.compile(entry("map_bs1_i32").spec(), "hip", arch=dev.arch), kir)
     buf = dev.alloc(4 * 64)
-    prog.block_size = 64
+    prog.entry.block = 64  # launch with more threads than the kernel was built for
     with pytest.raises(g.GomputeError):
         prog.launch(buf, 64, None)
         dev.synchronize()
@@ -220,11 +220,9 @@ def test_device_fault_surfaces_at_synchronize() -> None:
         def add_one(x):
             return x + 1
         k = g.Kernel(g.map("hip_fault_add_one", g.f32, None, add_one), "hip")
-        class Bogus:
-            nbytes = 1 << 30
-            def device_addr(self):
-                return 0x10
-        k.launch(Bogus(), 1 << 20, None)
+        buf = k.alloc(16)
+        buf.addr, buf.nbytes = 0x10, 1 << 30  # fault injection: an address nothing maps
+        k.launch(buf, 1 << 20, None)
         try:
             k.context.synchronize()
         except g.SyncFailed as exc:

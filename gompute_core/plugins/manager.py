@@ -328,7 +328,7 @@ def compile_artifact(request: CompileRequest) -> Artifact:
 
 
 def open_device(name: str, ordinal: int = 0) -> Any:
-    """The cached :class:`~gompute_core.runtime.protocols.Device` ``ordinal`` of ``name``.
+    """The cached :class:`~gompute_core.backend.Device` ``ordinal`` of ``name``.
 
     ``BackendUnavailable`` (with the probe's reason) when the backend cannot
     run here, ``NoDevice`` for an ordinal the probe did not report.

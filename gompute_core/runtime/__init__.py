@@ -1,6 +1,6 @@
 """``g.runtime``: the device layer under the map API (``Compute``, ``shutdown``).
 
-``Compute`` wraps one backend's :class:`~gompute_core.runtime.protocols.Device`
+``Compute`` wraps one backend's :class:`~gompute_core.backend.Device`
 for work the spec kinds do not express: raw allocations, loading modules,
 streams. Capabilities a backend's device lacks raise ``Unsupported``.
 """

@@ -19,19 +19,21 @@ from typing import Any
 from gompute_hip import __version__
 from gompute_hip.renderer import render
 
-from gompute_core.errors import BackendUnavailable
-from gompute_core.ir.kernel import KINDS, KernelIR
-from gompute_core.plugins import manager
-from gompute_core.plugins.manager import hookimpl
-from gompute_core.plugins.records import (
+from gompute_core.backend import (
     PLUGIN_API_VERSION,
-    Artifact,
     Availability,
     BackendInfo,
-    CompileRequest,
+    Built,
+    Compiler,
+    Device,
+    hookimpl,
 )
+from gompute_core.errors import BackendUnavailable
+from gompute_core.ir.kernel import KernelIR
+from gompute_core.plugins import manager
 
 NAME = "hip_nvrtc"
+KINDS = ("map", "map_to", "zip", "map_indexed", "reduce", "gather", "scatter")
 
 CUDA_HEADER = (Path(__file__).resolve().parent / "hip_to_cuda.h").read_text()
 """Prepended to HIP source for NVRTC (also by the fixture's hiprtc, which embeds the same
@@ -46,26 +48,52 @@ def cuda_source(kernel: KernelIR) -> str:
     return CUDA_HEADER + render(kernel)
 
 
-def compile_for_cuda(kernel: KernelIR, arch: str) -> Artifact:
-    """NVRTC-compile the HIP source of ``kernel`` for ``arch`` (``"sm_90"``); no GPU needed.
-
-    Raises ``BackendUnavailable`` when gompute-cuda or NVRTC is absent,
-    ``CompileFailed`` with NVRTC's log when the source is rejected.
-    """
+def _nvrtc() -> Any:
     try:
-        from gompute_cuda.nvrtc import load_nvrtc, parse_arch
+        from gompute_cuda.nvrtc import load_nvrtc
     except ImportError as exc:
         raise BackendUnavailable(f"hip_nvrtc needs gompute-cuda's NVRTC binding: {exc}") from exc
-    nvrtc = load_nvrtc()
-    source = cuda_source(kernel)
-    img = nvrtc.compile(source, kernel.name, parse_arch(arch), NVRTC_OPTIONS)
-    return Artifact(backend=NAME, image=img.image, format=img.format, entry=kernel.name,
-                    target=arch, source=source, compiler=nvrtc.name, digest=kernel.digest(),
-                    kind=kernel.kind)
+    return load_nvrtc()
+
+
+class HipOnNvrtcCompiler(Compiler):
+    """The HIP renderer's source behind :data:`CUDA_HEADER`, compiled by NVRTC (no GPU
+    needed); ``BackendUnavailable`` without gompute-cuda's NVRTC."""
+
+    backend = NAME
+
+    def identity(self) -> str:
+        return f"{_nvrtc().name} (HIP source)"
+
+    def check_arch(self, arch: str) -> str:
+        from gompute_cuda.nvrtc import parse_arch
+
+        return f"sm_{parse_arch(arch)}"
+
+    def render(self, kernel: KernelIR, arch: str) -> str:
+        return cuda_source(kernel)
+
+    def build(self, source: str, kernel: KernelIR, arch: str,
+              options: tuple[str, ...]) -> Built:
+        from gompute_cuda.nvrtc import parse_arch
+
+        img = _nvrtc().compile(source, kernel.name, parse_arch(arch), NVRTC_OPTIONS + options)
+        return Built(img.image, img.format)
+
+
+def _device(ordinal: int) -> Device:
+    from gompute_cuda.device import CudaDevice
+
+    class HipOnNvrtcDevice(CudaDevice):
+        """A CUDA device loading ``hip_nvrtc`` artifacts."""
+
+        backend = NAME
+
+    return HipOnNvrtcDevice(ordinal)
 
 
 class HipOnNvrtcPlugin:
-    """In-process backend ``hip_nvrtc``: HIP-rendered kernels on the CUDA backend's devices."""
+    """In-process backend ``hip_nvrtc``: HIP-rendered kernels on the CUDA backend's GPUs."""
 
     @hookimpl
     def gompute_backend_info(self) -> BackendInfo:
@@ -75,27 +103,27 @@ class HipOnNvrtcPlugin:
                            description="HIP-rendered source compiled by NVRTC, run on CUDA")
 
     @hookimpl
-    def gompute_probe(self, backend: str) -> Availability | None:
+    def gompute_probe(self) -> Availability:
         """Available exactly when the CUDA backend is."""
-        if backend != NAME:
-            return None
         cuda = manager.probe("cuda")
         return Availability(NAME, cuda.available, cuda.reason, cuda.devices, cuda.compiler)
 
     @hookimpl
-    def gompute_compile(self, request: CompileRequest) -> Artifact | None:
-        """Compile the HIP source with NVRTC for the CUDA arch (device 0's when None)."""
-        if request.backend != NAME:
-            return None
-        arch = request.arch or manager.open_device("cuda", 0).arch
-        return compile_for_cuda(request.kernel, arch)
+    def gompute_compiler(self) -> Compiler:
+        """NVRTC on the HIP renderer's source."""
+        return HipOnNvrtcCompiler()
 
     @hookimpl
-    def gompute_device(self, backend: str, ordinal: int) -> Any:
-        """The CUDA backend's device ``ordinal``."""
-        if backend != NAME:
-            return None
-        return manager.open_device("cuda", ordinal)
+    def gompute_device(self, ordinal: int) -> Device:
+        """A CUDA device of this backend's name."""
+        return _device(ordinal)
+
+
+def compile_for_cuda(kernel: KernelIR, arch: str) -> Any:
+    """NVRTC-compile the HIP source of ``kernel`` for ``arch`` (``"sm_90"``); no GPU needed."""
+    from gompute_core.backend import compile_kernel
+
+    return compile_kernel(HipOnNvrtcCompiler(), kernel, arch)
 
 
 def register() -> None:
