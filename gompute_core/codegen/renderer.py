@@ -16,6 +16,7 @@ from typing import ClassVar
 import numpy as np
 
 from ..errors import Unsupported
+from ..ir.intrinsics import INTRINSICS, f32_via_f64
 from ..ir.kernel import KernelIR
 from ..ir.nodes import IRType
 from .cexpr import FunctionWriter
@@ -23,15 +24,12 @@ from .ctypes_ import INT_TYPEDEFS
 from .entries import EntryWriter, params_decls
 from .helpers import float_helper, helper_name, int_helper
 
-_MATH = (
-    "sqrt exp log log2 log10 exp2 sin cos tan tanh asin acos atan atan2 sinh cosh floor "
-    "ceil trunc fabs copysign fmod hypot expm1 log1p erf pow"
-).split()
+_C_MATH: dict[str, str] = {
+    m.name: m.c for m in INTRINSICS if m.c is not None and m.kind != "predicate"
+}
+"""Intrinsic (and operator function) name -> C99 ``double`` function, from the one table."""
 
-F32_VIA_F64 = frozenset(
-    "exp log log2 log10 exp2 sin cos tan tanh asin acos atan atan2 sinh cosh hypot expm1 "
-    "log1p erf pow".split()
-)
+F32_VIA_F64: frozenset[str] = f32_via_f64()
 """f32 functions evaluated in double and rounded once: correctly rounded in practice, as
 the CPU's libm, where the f32 device functions may be an ulp or two away."""
 
@@ -74,20 +72,25 @@ class CRenderer:
     float_from_bits: ClassVar[dict[str, str]] = {
         "f32": "__int_as_float", "f64": "__longlong_as_double",
     }
+    #: C spellings of the predicate intrinsics (``isnan``...), by intrinsic name.
     predicate_names: ClassVar[dict[str, str]] = {
-        "isnan": "isnan", "isinf": "isinf", "isfinite": "isfinite",
+        m.name: m.c for m in INTRINSICS if m.kind == "predicate" and m.c is not None
     }
-    #: math function names for f64 (f32 appends ``f``; see :meth:`math_name`).
-    math_f64: ClassVar[dict[str, str]] = {m: m for m in _MATH}
-    math_f32: ClassVar[dict[str, str]] = {m: m + "f" for m in _MATH}
+    #: math function names for f64 and f32 by intrinsic name (``abs`` of a float is ``fabs``;
+    #: the operator function ``pow`` too), from :mod:`gompute_core.ir.intrinsics`.
+    math_f64: ClassVar[dict[str, str]] = dict(_C_MATH)
+    math_f32: ClassVar[dict[str, str]] = {m: c + "f" for m, c in _C_MATH.items()}
     #: f32 functions computed through f64 (empty the set for dialects with slow f64).
     f32_via_f64: ClassVar[frozenset[str]] = F32_VIA_F64
+    #: the expression and statement writer (a :class:`FunctionWriter` subclass overrides
+    #: single node renderings).
+    writer_class: ClassVar[type[FunctionWriter]] = FunctionWriter
 
     def __init__(self) -> None:
         self._helpers: dict[str, str] = {}
         #: set by the writers when the kernel touches f16 (the half prelude is then emitted).
         self.uses_half = False
-        self.writer = FunctionWriter(self)
+        self.writer = self.writer_class(self)
 
     # ---- services used by the writers ----------------------------------------------
     def math_name(self, func: str, t: IRType) -> str:
