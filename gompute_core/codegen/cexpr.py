@@ -21,7 +21,6 @@ from .ctypes_ import (
     is_float_type,
     is_int_type,
     mem_type,
-    member,
     reg_type,
     wide_unsigned,
 )
@@ -93,7 +92,7 @@ class FunctionWriter(Visitor):
         if isinstance(e, ir.Var):
             return var_name(e.name)
         if isinstance(e, ir.Field):
-            return f"{self.place(e.base)}.{member(e.name)}"
+            return f"{self.place(e.base)}.{self.r.member(e.name)}"
         if isinstance(e, ir.Index):
             return f"{self.place(e.base)}[(gp_i64)({self.expr(e.index)})]"
         raise Unsupported(f"cannot take a path through {type(e).__name__}")
