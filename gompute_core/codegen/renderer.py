@@ -1,12 +1,14 @@
 """``CRenderer``: the shared C-family renderer (CUDA, HIP and third-party dialects).
 
-A dialect is a subclass that mostly sets class attributes (tinygrad style):
-the prelude, qualifiers, thread/block index expressions, the barrier, vector
-types, math function names per float type, f16 conversion functions and the
-restrict keyword. :meth:`CRenderer.render` turns one
+A dialect is a subclass that sets class attributes and overrides small methods
+(tinygrad style): the language mode (C++ or C99), the prelude and integer typedefs,
+qualifiers and address spaces, thread/block index expressions, the barrier, vector
+types and the vector-load style, math function names per float type (defaults from
+:mod:`gompute_core.ir.intrinsics`), f16 conversion functions, the restrict keyword,
+reserved words, and the expression writer class. :meth:`CRenderer.render` turns one
 :class:`~gompute_core.ir.kernel.KernelIR` into a complete translation unit:
-prelude, helpers, params struct with ``static_assert``s, the kernel's IR
-functions as forced-inline device functions, and the ``extern "C"`` entry.
+prelude, helpers, params struct with compile-time layout assertions, the kernel's
+IR functions as forced-inline device functions, and the entry point.
 """
 
 from __future__ import annotations

@@ -88,13 +88,14 @@ def compile_kernel(kir: KernelIR, arch: str, options: tuple[str, ...] = ()) -> A
     key = (compiler, f"sm_{arch_n}", " ".join(opts), RENDERER_VERSION, kir.digest())
 
     def build() -> Artifact:
-        source = CUDARenderer().render(kir)
+        renderer = CUDARenderer()
+        source = renderer.render(kir)
         if nvcc is None:
             img = load_nvrtc().compile(source, kir.name, arch_n, opts)
             image, fmt, target = img.image, img.format, img.target
         else:
             image, fmt, target = _nvcc_compile(nvcc, source, kir.name, arch_n, opts)
-        return Artifact(backend="cuda", image=image, format=fmt, entry=kir.name,
+        return Artifact(backend="cuda", image=image, format=fmt, entry=renderer.entry_symbol(kir),
                         target=f"sm_{arch_n}", source=source, compiler=compiler,
                         digest=kir.digest(), kind=kir.kind,
                         extra=(("code", target), ("options", " ".join(opts))))

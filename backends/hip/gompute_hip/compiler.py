@@ -18,7 +18,7 @@ from gompute_core.plugins.records import Artifact
 from gompute_core.runtime.diskcache import CompileCache
 
 from . import libs
-from .renderer import render
+from .renderer import HIPRenderer, render
 from .targets import comgr_version, validate_target
 
 BASE_OPTIONS: tuple[str, ...] = ("-O3", "-ffp-contract=off", "-std=c++17")
@@ -104,7 +104,7 @@ def compile_kernel(kernel: KernelIR, arch: str, options: tuple[str, ...] = ()) -
     def build() -> Artifact:
         return Artifact(
             backend="hip", image=compile_source(source, kernel.name, arch, options),
-            format=FORMAT, entry=kernel.name, target=arch, source=source,
+            format=FORMAT, entry=HIPRenderer().entry_symbol(kernel), target=arch, source=source,
             compiler=compiler_version(), digest=kernel.digest(), kind=kernel.kind,
             extra=(("options", " ".join((f"--offload-arch={arch}", *BASE_OPTIONS, *options))),),
         )
