@@ -28,12 +28,15 @@ from ..runtime.diskcache import CompileCache
 @dataclass(frozen=True)
 class Built:
     """What :meth:`Compiler.build` returns: the loadable image, its format (``"cubin"``,
-    ``"ptx"``, ``"hsaco"``, ``"python"``, ``"opencl-source"``, ...), and extra string
-    pairs worth recording (the exact options, the code the image holds)."""
+    ``"ptx"``, ``"hsaco"``, ``"python"``, ``"opencl-source"``, ...), extra string pairs
+    worth recording (the exact options, the code the image holds), and the entry symbol
+    when the dialect had to mangle the spec name (a target's reserved word); default: the
+    spec name."""
 
     image: bytes
     format: str
     extra: tuple[tuple[str, str], ...] = ()
+    entry: str = ""
 
 
 class Compiler(ABC):
@@ -83,7 +86,7 @@ def compile_kernel(compiler: Compiler, kernel: KernelIR, arch: str,
     def build() -> Artifact:
         built = compiler.build(source, kernel, arch, options)
         return Artifact(backend=compiler.backend, image=built.image, format=built.format,
-                        entry=kernel.name, target=arch, source=source, compiler=key[1],
+                        entry=built.entry or kernel.name, target=arch, source=source, compiler=key[1],
                         digest=kernel.digest(), kind=kernel.kind, extra=built.extra)
 
     if cache is None:

@@ -12,6 +12,8 @@ import numpy as np
 
 from ..errors import Unsupported
 from ..ir import nodes as ir
+from ..ir.intrinsics import BY_NAME
+from ..ir.visitor import Visitor
 from ..types import is_signed
 from .ctypes_ import (
     float_literal,
@@ -19,7 +21,6 @@ from .ctypes_ import (
     is_float_type,
     is_int_type,
     mem_type,
-    member,
     reg_type,
     wide_unsigned,
 )
@@ -43,11 +44,21 @@ def fn_name(name: str) -> str:
     return "f_" + name
 
 
-class FunctionWriter:
-    """Renders expressions and statements of one kernel's functions."""
+class FunctionWriter(Visitor):
+    """Renders expressions and statements of one kernel's functions (one ``visit_<Node>``
+    per IR node class; a dialect may subclass it and name the subclass in
+    :attr:`CRenderer.writer_class <gompute_core.codegen.renderer.CRenderer.writer_class>`)."""
 
     def __init__(self, renderer: CRenderer) -> None:
         self.r = renderer
+
+    def backend_name(self) -> str:
+        """The dialect's name (``cuda``, ``hip``)."""
+        return self.r.name
+
+    def renderer_name(self) -> str:
+        """The dialect's class name (``CUDARenderer``)."""
+        return type(self.r).__name__
 
     # ---- loads and stores between storage and registers -------------------------------
     def load(self, text: str, t: ir.IRType) -> str:
@@ -81,33 +92,33 @@ class FunctionWriter:
         if isinstance(e, ir.Var):
             return var_name(e.name)
         if isinstance(e, ir.Field):
-            return f"{self.place(e.base)}.{member(e.name)}"
+            return f"{self.place(e.base)}.{self.r.member(e.name)}"
         if isinstance(e, ir.Index):
             return f"{self.place(e.base)}[(gp_i64)({self.expr(e.index)})]"
         raise Unsupported(f"cannot take a path through {type(e).__name__}")
 
     def expr(self, e: ir.Expr) -> str:
         """Render an expression in register form."""
-        method = getattr(self, "_" + type(e).__name__.lower())
-        return method(e)
+        text: str = self.visit(e)
+        return text
 
-    def _const(self, e: ir.Const) -> str:
+    def visit_Const(self, e: ir.Const) -> str:
         if e.type is np.bool_:
             return "true" if e.value else "false"
         if is_float_type(e.type):
             return float_literal(e.value, e.type, self.r.float_from_bits)
         return int_literal(e.value, e.type)
 
-    def _var(self, e: ir.Var) -> str:
+    def visit_Var(self, e: ir.Var) -> str:
         return var_name(e.name)
 
-    def _field(self, e: ir.Field) -> str:
+    def visit_Field(self, e: ir.Field) -> str:
         return self.load(self.place(e), e.type)
 
-    def _index(self, e: ir.Index) -> str:
+    def visit_Index(self, e: ir.Index) -> str:
         return self.load(self.place(e), e.type)
 
-    def _unary(self, e: ir.Unary) -> str:
+    def visit_Unary(self, e: ir.Unary) -> str:
         a, t = self.expr(e.operand), e.type
         if e.op == "neg":
             if is_int_type(t):
@@ -118,10 +129,10 @@ class FunctionWriter:
             return f"(!({a}))"
         return f"(({reg_type(t)})~({a}))"
 
-    def _not(self, e: ir.Not) -> str:
+    def visit_Not(self, e: ir.Not) -> str:
         return f"(!({self.expr(e.operand)}))"
 
-    def _binary(self, e: ir.Binary) -> str:
+    def visit_Binary(self, e: ir.Binary) -> str:
         t, op = e.type, e.op
         a, b = self.expr(e.lhs), self.expr(e.rhs)
         c = reg_type(t)
@@ -146,18 +157,18 @@ class FunctionWriter:
             return self.r.math_call("pow", t, [a, b])
         raise Unsupported(f"operation {op!r} on {c}")
 
-    def _compare(self, e: ir.Compare) -> str:
+    def visit_Compare(self, e: ir.Compare) -> str:
         return f"(({self.expr(e.lhs)}) {_CMP[e.op]} ({self.expr(e.rhs)}))"
 
-    def _logical(self, e: ir.Logical) -> str:
+    def visit_Logical(self, e: ir.Logical) -> str:
         op = "&&" if e.op == "and" else "||"
         return f"(({self.expr(e.lhs)}) {op} ({self.expr(e.rhs)}))"
 
-    def _select(self, e: ir.Select) -> str:
+    def visit_Select(self, e: ir.Select) -> str:
         return (f"(({self.expr(e.cond)}) ? ({self.expr(e.if_true)}) "
                 f": ({self.expr(e.if_false)}))")
 
-    def _cast(self, e: ir.Cast) -> str:
+    def visit_Cast(self, e: ir.Cast) -> str:
         src, dst = e.value.type, e.type
         v = self.expr(e.value)
         if src is dst:
@@ -171,25 +182,32 @@ class FunctionWriter:
             return self.round_half(f"((float)({v}))", dst)
         return f"(({reg_type(dst)})({v}))"
 
-    def _callintrinsic(self, e: ir.CallIntrinsic) -> str:
+    def visit_CallIntrinsic(self, e: ir.CallIntrinsic) -> str:
         args = [self.expr(a) for a in e.args]
         f, t = e.func, e.type
-        if f in ("isnan", "isinf", "isfinite"):
+        entry = BY_NAME.get(f)
+        if entry is None or entry.kind == "operator":
+            raise Unsupported(f"{self.backend_name()}: unknown math intrinsic {f!r}")
+        if entry.kind == "predicate":
             return f"({self.r.predicate_names[f]}({args[0]}))"
-        arg_t = e.args[0].type
-        if f in ("min", "max"):
-            if is_float_type(t):
-                return f"{self.r.need_float_helper(f, t)}({args[0]}, {args[1]})"
-            return f"{self.r.need_int_helper(f, t)}({args[0]}, {args[1]})"
-        if f in ("abs", "fabs") and not is_float_type(arg_t):
-            if t is np.bool_ or not is_signed(t):
-                return args[0]
-            return f"{self.r.need_int_helper('abs', t)}({args[0]})"
-        if f == "abs":
-            f = "fabs"
+        if not is_float_type(e.args[0].type):
+            return self._integer_builtin(f, t, args)
+        if entry.c is None:
+            return f"{self.r.need_float_helper(f, t)}({', '.join(args)})"
         return self.r.math_call(f, t, args)
 
-    def _callfunction(self, e: ir.CallFunction) -> str:
+    def _integer_builtin(self, f: str, t: ir.IRType, args: list[str]) -> str:
+        """``abs``/``min``/``max`` of integers or bool (the only intrinsics taking them)."""
+        if f in ("min", "max"):
+            return f"{self.r.need_int_helper(f, t)}({args[0]}, {args[1]})"
+        if f != "abs":
+            raise Unsupported(f"{self.backend_name()}: {f} of {reg_type(t)} (math intrinsics "
+                              "take floats)")
+        if t is np.bool_ or not is_signed(t):
+            return args[0]
+        return f"{self.r.need_int_helper('abs', t)}({args[0]})"
+
+    def visit_CallFunction(self, e: ir.CallFunction) -> str:
         return f"{fn_name(e.func)}({', '.join(self.expr(a) for a in e.args)})"
 
     # ---- statements ------------------------------------------------------------------
@@ -199,27 +217,32 @@ class FunctionWriter:
 
     def stmt(self, s: ir.Stmt, ind: str, types: dict[str, ir.IRType]) -> str:
         """Render one statement."""
-        if isinstance(s, ir.Assign):
-            return f"{ind}{var_name(s.name)} = {self.expr(s.value)};\n"
-        if isinstance(s, ir.Return):
-            return f"{ind}return {self.expr(s.value)};\n"
-        if isinstance(s, ir.Break):
-            return f"{ind}break;\n"
-        if isinstance(s, ir.Continue):
-            return f"{ind}continue;\n"
-        if isinstance(s, ir.If):
-            out = f"{ind}if ({self.expr(s.cond)}) {{\n{self.stmts(s.body, ind + '  ', types)}"
-            if s.orelse:
-                out += f"{ind}}} else {{\n{self.stmts(s.orelse, ind + '  ', types)}"
-            return out + f"{ind}}}\n"
-        if isinstance(s, ir.While):
-            return (f"{ind}while ({self.expr(s.cond)}) {{\n"
-                    f"{self.stmts(s.body, ind + '  ', types)}{ind}}}\n")
-        if isinstance(s, ir.ForRange):
-            return self._for_range(s, ind, types)
-        raise Unsupported(f"statement {type(s).__name__}")
+        text: str = self.visit(s, ind, types)
+        return text
 
-    def _for_range(self, s: ir.ForRange, ind: str, types: dict[str, ir.IRType]) -> str:
+    def visit_Assign(self, s: ir.Assign, ind: str, types: dict[str, ir.IRType]) -> str:
+        return f"{ind}{var_name(s.name)} = {self.expr(s.value)};\n"
+
+    def visit_Return(self, s: ir.Return, ind: str, types: dict[str, ir.IRType]) -> str:
+        return f"{ind}return {self.expr(s.value)};\n"
+
+    def visit_Break(self, s: ir.Break, ind: str, types: dict[str, ir.IRType]) -> str:
+        return f"{ind}break;\n"
+
+    def visit_Continue(self, s: ir.Continue, ind: str, types: dict[str, ir.IRType]) -> str:
+        return f"{ind}continue;\n"
+
+    def visit_If(self, s: ir.If, ind: str, types: dict[str, ir.IRType]) -> str:
+        out = f"{ind}if ({self.expr(s.cond)}) {{\n{self.stmts(s.body, ind + '  ', types)}"
+        if s.orelse:
+            out += f"{ind}}} else {{\n{self.stmts(s.orelse, ind + '  ', types)}"
+        return out + f"{ind}}}\n"
+
+    def visit_While(self, s: ir.While, ind: str, types: dict[str, ir.IRType]) -> str:
+        return (f"{ind}while ({self.expr(s.cond)}) {{\n"
+                f"{self.stmts(s.body, ind + '  ', types)}{ind}}}\n")
+
+    def visit_ForRange(self, s: ir.ForRange, ind: str, types: dict[str, ir.IRType]) -> str:
         """Python ``range`` semantics: the trip count is computed once, in 64-bit unsigned
         arithmetic, so no bound or step can overflow the loop variable."""
         t = types[s.var]

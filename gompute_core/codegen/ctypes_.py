@@ -37,11 +37,7 @@ C_RESERVED = frozenset(
     "throw true try typedef typename union unsigned using virtual void volatile while "
     "alignas alignof decltype noexcept nullptr static_assert thread_local".split()
 )
-
-
-def member(name: str) -> str:
-    """A struct member's C name: the field name, with ``_`` appended if it is a C++ keyword."""
-    return name + "_" if name in C_RESERVED else name
+"""C and C++ keywords: the default reserved words of a C-family dialect."""
 
 
 def struct_cname(st: StructType) -> str:

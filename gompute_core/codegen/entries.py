@@ -13,13 +13,14 @@ Gather and scatter are scalar grid-stride loops that skip indices outside
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..ir import nodes as ir
 from ..ir.kernel import KernelIR
 from ..types import is_signed
 from .cexpr import fn_name
-from .ctypes_ import mem_type, member, reg_type, size_of, struct_cname
+from .ctypes_ import mem_type, reg_type, size_of, struct_cname
 
 if TYPE_CHECKING:
     from .renderer import CRenderer
@@ -51,35 +52,34 @@ def _nested_structs(t: ir.IRType, out: list[ir.StructType]) -> None:
             out.append(t)
 
 
-def params_decls(params: ir.StructType, offsetof: str) -> str:
+def params_decls(params: ir.StructType, r: CRenderer) -> str:
     """C declarations of ``params`` and every struct nested in it, innermost first,
-    each followed by ``static_assert``s on every field offset, the size and alignment.
-    An empty params struct (only the top level can be empty) gets no size/alignment
-    assertions: it never crosses (the entry takes no params argument, see
-    :func:`has_params`), and C/C++ give an empty struct a size of 0 or 1.
-
-    ``offsetof`` formats a constant offset expression from ``{t}`` (struct) and ``{m}``
-    (member)."""
+    each followed by compile-time assertions (:meth:`CRenderer.static_assert`) on every
+    field offset, the size and alignment. An empty params struct (only the top level can
+    be empty) gets no size/alignment assertions: it never crosses (the entry takes no
+    params argument, see :func:`has_params`), and C/C++ give an empty struct a size of 0
+    or 1. Members and type references are spelt by the dialect ``r``."""
     structs: list[ir.StructType] = []
     _nested_structs(params, structs)
     out = ""
     for st in structs:
         lay = st.layout
         name = struct_cname(st)
-        out += f"struct {name} {{\n"
+        members = "".join(f"  {_field_decl(f.type, r.member(f.name))};\n"
+                          for f in lay.fields)  # type: ignore[attr-defined]
+        out += r.aggregate("struct", name, "\n" + members) + "\n"
         for f in lay.fields:  # type: ignore[attr-defined]
-            out += f"  {_field_decl(f.type, member(f.name))};\n"
-        out += "};\n"
-        for f in lay.fields:  # type: ignore[attr-defined]
-            off = offsetof.format(t=name, m=member(f.name))
-            out += (f"static_assert({off} == {f.offset}, "
-                    f"\"params ABI: {lay.name}.{f.name} offset\");\n")  # type: ignore[attr-defined]
+            m = r.member(f.name)
+            off = r.offsetof.format(t=name, m=m)
+            out += r.static_assert(f"{off} == {f.offset}",
+                                   f"params ABI: {lay.name}.{f.name} offset",  # type: ignore[attr-defined]
+                                   f"{name}_{m}_offset")
         if not lay.fields:  # type: ignore[attr-defined]
             continue
-        out += (f"static_assert(sizeof({name}) == {lay.size}, "  # type: ignore[attr-defined]
-                f"\"params ABI: sizeof {lay.name}\");\n"  # type: ignore[attr-defined]
-                f"static_assert(alignof({name}) == {lay.align}, "  # type: ignore[attr-defined]
-                f"\"params ABI: alignof {lay.name}\");\n")  # type: ignore[attr-defined]
+        out += r.static_assert(f"sizeof({name}) == {lay.size}",  # type: ignore[attr-defined]
+                               f"params ABI: sizeof {lay.name}", f"{name}_size")  # type: ignore[attr-defined]
+        out += r.static_assert(f"{r.alignof(name)} == {lay.align}",  # type: ignore[attr-defined]
+                               f"params ABI: alignof {lay.name}", f"{name}_align")  # type: ignore[attr-defined]
     return out
 
 
@@ -102,11 +102,12 @@ class EntryWriter:
         if has_params(self.k):
             args = [*args, f"{struct_cname(self.k.params)} p"]  # type: ignore[arg-type]
         return (f"{self.r.kernel_qualifier} {self.r.launch_bounds.format(self.bs)}"
-                f"{self.k.name}({', '.join(args)})")
+                f"{self.r.entry_symbol(self.k)}({', '.join(args)})")
 
     def ptr(self, t: ir.IRType, name: str, const: bool) -> str:
         """A restrict pointer parameter to storage of ``t``."""
-        return f"{'const ' if const else ''}{mem_type(t)}* {self.r.restrict}{name}"
+        return (f"{self.r.pointer_space}{'const ' if const else ''}{mem_type(t)}* "
+                f"{self.r.restrict}{name}")
 
     def call(self, fname: str, args: list[str]) -> str:
         """Call IR function ``fname``, appending ``p`` when it takes the params."""
@@ -121,7 +122,8 @@ class EntryWriter:
         out = (f"  const gp_u64 gp_tid = (gp_u64){r.block_idx} * {r.block_dim} + {r.thread_idx};\n"
                f"  const gp_u64 gp_nth = (gp_u64){r.grid_dim} * {r.block_dim};\n")
         if self.k.params is not None and not has_params(self.k):
-            out += f"  const {struct_cname(self.k.params)} gp_empty = {{}};\n"
+            out += (f"  const {struct_cname(self.k.params)} gp_empty = "
+                    f"{self.r.zero_initializer()};\n")
         return out
 
     # ---- elementwise ---------------------------------------------------------------
@@ -141,8 +143,6 @@ class EntryWriter:
             ins, out = [("a", ta), ("b", tb)], ("out", to)
             params = [self.ptr(ta, "a", True), self.ptr(tb, "b", True),
                       self.ptr(to, "out", False), "gp_u64 n"]
-        arrays = dict([*ins, out])
-        lanes = 16 // max(size_of(t) for t in arrays.values())
 
         def compute(get: dict[str, str], idx: str) -> str:
             args = [self.w.load(get[name], t) for name, t in ins]
@@ -151,11 +151,31 @@ class EntryWriter:
             return self.w.store(self.call(k.element, args), out[1])  # type: ignore[arg-type]
 
         src = self.head(params) + " {\n" + self.prologue() + "  gp_u64 gp_i = gp_tid;\n"
+        if self.r.vector_loads == "union":
+            src += self._elementwise_vectors(ins, out, compute)
+        get = {n: f"{n}[gp_i]" for n, _ in [*ins, out]}
+        src += (f"  for (; gp_i < n; gp_i += gp_nth) {out[0]}[gp_i] = {compute(get, 'gp_i')};\n"
+                "}\n")
+        return src
+
+    def vector_union(self, name: str, vt: str, t: ir.IRType, lanes: int) -> str:
+        """The union ``name`` viewing one vector ``vt`` as ``lanes`` elements of ``t``."""
+        return self.r.aggregate("union", name, f" {vt} v; {mem_type(t)} e[{lanes}]; ")
+
+    def vector_cast(self, vt: str, name: str, const: bool) -> str:
+        """Pointer ``name`` cast to a pointer to vector type ``vt`` (same address space)."""
+        return f"(({self.r.pointer_space}{'const ' if const else ''}{vt}*){name})"
+
+    def _elementwise_vectors(self, ins: list[tuple[str, ir.IRType]], out: tuple[str, ir.IRType],
+                             compute: Callable[[dict[str, str], str], str]) -> str:
+        """The 16-byte vector loop over the aligned prefix (``gp_i`` continues after it)."""
+        arrays = dict([*ins, out])
+        lanes = 16 // max(size_of(t) for t in arrays.values())
         aligned = " && ".join(f"(((gp_u64){n}) & 15) == 0" for n in arrays)
-        src += f"  if ({aligned}) {{\n    const gp_u64 gp_nv = n / {lanes};\n"
+        src = f"  if ({aligned}) {{\n    const gp_u64 gp_nv = n / {lanes};\n"
         for n, t in arrays.items():
             vt = self.r.vector_types[lanes * size_of(t)]
-            src += f"    union gp_V_{n} {{ {vt} v; {mem_type(t)} e[{lanes}]; }};\n"
+            src += f"    {self.vector_union(f'gp_V_{n}', vt, t, lanes)}\n"
         for unroll in (UNROLL, 1):
             cond = f"gp_i + {unroll - 1} * gp_nth < gp_nv" if unroll > 1 else "gp_i < gp_nv"
             src += f"    for (; {cond}; gp_i += {unroll} * gp_nth) {{\n"
@@ -164,7 +184,7 @@ class EntryWriter:
                 src += (f"      gp_V_{n} r_{n}[{unroll}];\n"
                         f"      {self.r.unroll_pragma}\n"
                         f"      for (int u = 0; u < {unroll}; ++u) "
-                        f"r_{n}[u].v = ((const {vt}*){n})[gp_i + u * gp_nth];\n")
+                        f"r_{n}[u].v = {self.vector_cast(vt, n, True)}[gp_i + u * gp_nth];\n")
             on, ot = out
             ovt = self.r.vector_types[lanes * size_of(ot)]
             if on not in dict(ins):
@@ -176,13 +196,10 @@ class EntryWriter:
                     f"        {self.r.unroll_pragma}\n"
                     f"        for (int l = 0; l < {lanes}; ++l) "
                     f"r_{on}[u].e[l] = {compute(get, idx)};\n"
-                    f"        (({ovt}*){on})[gp_i + u * gp_nth] = r_{on}[u].v;\n"
+                    f"        {self.vector_cast(ovt, on, False)}[gp_i + u * gp_nth] = "
+                    f"r_{on}[u].v;\n"
                     f"      }}\n    }}\n")
-        src += f"    gp_i = gp_nv * {lanes} + gp_tid;\n  }}\n"
-        get = {n: f"{n}[gp_i]" for n in arrays}
-        src += (f"  for (; gp_i < n; gp_i += gp_nth) {out[0]}[gp_i] = {compute(get, 'gp_i')};\n"
-                "}\n")
-        return src
+        return src + f"    gp_i = gp_nv * {lanes} + gp_tid;\n  }}\n"
 
     # ---- reduce --------------------------------------------------------------------
     def reduce(self) -> str:
@@ -247,24 +264,25 @@ class EntryWriter:
         src = (f"  {c} gp_acc[{lanes}];\n"
                f"  {r.unroll_pragma}\n  for (int l = 0; l < {lanes}; ++l) "
                f"gp_acc[l] = {self.w.expr(k.identity)};\n"  # type: ignore[arg-type]
-               f"  gp_u64 gp_i = gp_tid;\n"
-               f"  if ((((gp_u64)data) & 15) == 0) {{\n"
-               f"    const gp_u64 gp_nv = n / {lanes};\n"
-               f"    union gp_V {{ {vt} v; {mem_type(t)} e[{lanes}]; }};\n")
-        for unroll in (UNROLL, 1):
-            cond = f"gp_i + {unroll - 1} * gp_nth < gp_nv" if unroll > 1 else "gp_i < gp_nv"
-            src += (f"    for (; {cond}; gp_i += {unroll} * gp_nth) {{\n"
-                    f"      gp_V r[{unroll}];\n"
-                    f"      {r.unroll_pragma}\n"
-                    f"      for (int u = 0; u < {unroll}; ++u) "
-                    f"r[u].v = ((const {vt}*)data)[gp_i + u * gp_nth];\n"
-                    f"      {r.unroll_pragma}\n      for (int u = 0; u < {unroll}; ++u) {{\n"
-                    f"        {r.unroll_pragma}\n"
-                    f"        for (int l = 0; l < {lanes}; ++l) "
-                    f"gp_acc[l] = {comb('gp_acc[l]', pre('r[u].e[l]'))};\n"
-                    f"      }}\n    }}\n")
-        return src + (f"    gp_i = gp_nv * {lanes} + gp_tid;\n  }}\n"
-                      f"  {c} gp_a = gp_acc[0];\n"
+               f"  gp_u64 gp_i = gp_tid;\n")
+        if r.vector_loads == "union":
+            src += (f"  if ((((gp_u64)data) & 15) == 0) {{\n"
+                    f"    const gp_u64 gp_nv = n / {lanes};\n"
+                    f"    {self.vector_union('gp_V', vt, t, lanes)}\n")
+            for unroll in (UNROLL, 1):
+                cond = f"gp_i + {unroll - 1} * gp_nth < gp_nv" if unroll > 1 else "gp_i < gp_nv"
+                src += (f"    for (; {cond}; gp_i += {unroll} * gp_nth) {{\n"
+                        f"      gp_V r[{unroll}];\n"
+                        f"      {r.unroll_pragma}\n"
+                        f"      for (int u = 0; u < {unroll}; ++u) "
+                        f"r[u].v = {self.vector_cast(vt, 'data', True)}[gp_i + u * gp_nth];\n"
+                        f"      {r.unroll_pragma}\n      for (int u = 0; u < {unroll}; ++u) {{\n"
+                        f"        {r.unroll_pragma}\n"
+                        f"        for (int l = 0; l < {lanes}; ++l) "
+                        f"gp_acc[l] = {comb('gp_acc[l]', pre('r[u].e[l]'))};\n"
+                        f"      }}\n    }}\n")
+            src += f"    gp_i = gp_nv * {lanes} + gp_tid;\n  }}\n"
+        return src + (f"  {c} gp_a = gp_acc[0];\n"
                       f"  {r.unroll_pragma}\n  for (int l = 1; l < {lanes}; ++l) "
                       f"gp_a = {comb('gp_a', 'gp_acc[l]')};\n"
                       f"  for (; gp_i < n; gp_i += gp_nth) "

@@ -1,37 +1,37 @@
 """``CRenderer``: the shared C-family renderer (CUDA, HIP and third-party dialects).
 
-A dialect is a subclass that mostly sets class attributes (tinygrad style):
-the prelude, qualifiers, thread/block index expressions, the barrier, vector
-types, math function names per float type, f16 conversion functions and the
-restrict keyword. :meth:`CRenderer.render` turns one
+A dialect is a subclass that sets class attributes and overrides small methods
+(tinygrad style): the language mode (C++ or C99), the prelude and integer typedefs,
+qualifiers and address spaces, thread/block index expressions, the barrier, vector
+types and the vector-load style, math function names per float type (defaults from
+:mod:`gompute_core.ir.intrinsics`), f16 conversion functions, the restrict keyword,
+reserved words, and the expression writer class. :meth:`CRenderer.render` turns one
 :class:`~gompute_core.ir.kernel.KernelIR` into a complete translation unit:
-prelude, helpers, params struct with ``static_assert``s, the kernel's IR
-functions as forced-inline device functions, and the ``extern "C"`` entry.
+prelude, helpers, params struct with compile-time layout assertions, the kernel's
+IR functions as forced-inline device functions, and the entry point.
 """
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 import numpy as np
 
 from ..errors import Unsupported
+from ..ir.intrinsics import INTRINSICS, f32_via_f64
 from ..ir.kernel import KernelIR
 from ..ir.nodes import IRType
 from .cexpr import FunctionWriter
-from .ctypes_ import INT_TYPEDEFS
+from .ctypes_ import C_RESERVED, INT_TYPEDEFS
 from .entries import EntryWriter, params_decls
 from .helpers import float_helper, helper_name, int_helper
 
-_MATH = (
-    "sqrt exp log log2 log10 exp2 sin cos tan tanh asin acos atan atan2 sinh cosh floor "
-    "ceil trunc fabs copysign fmod hypot expm1 log1p erf pow"
-).split()
+_C_MATH: dict[str, str] = {
+    m.name: m.c for m in INTRINSICS if m.c is not None and m.kind != "predicate"
+}
+"""Intrinsic (and operator function) name -> C99 ``double`` function, from the one table."""
 
-F32_VIA_F64 = frozenset(
-    "exp log log2 log10 exp2 sin cos tan tanh asin acos atan atan2 sinh cosh hypot expm1 "
-    "log1p erf pow".split()
-)
+F32_VIA_F64: frozenset[str] = f32_via_f64()
 """f32 functions evaluated in double and rounded once: correctly rounded in practice, as
 the CPU's libm, where the f32 device functions may be an ulp or two away."""
 
@@ -44,8 +44,18 @@ class CRenderer:
     """
 
     name: ClassVar[str] = "c"
-    #: text before everything (includes, typedefs beyond :data:`INT_TYPEDEFS`).
+    #: ``"c++"`` (CUDA, HIP: struct and union types named bare, ``static_assert``,
+    #: ``alignof``) or ``"c"`` (C99: typedef'd structs and unions, assertions as array
+    #: sizes, alignment through ``offsetof``, ``{0}`` initializers); see :meth:`aggregate`,
+    #: :meth:`static_assert`, :meth:`alignof` and :meth:`zero_initializer`.
+    language: ClassVar[Literal["c++", "c"]] = "c++"
+    #: text before everything (includes, typedefs beyond :attr:`int_typedefs`).
     prelude: ClassVar[str] = ""
+    #: the fixed-width integer typedefs (``gp_i8`` ... ``gp_u64``, ``gp_f16``) after the prelude.
+    int_typedefs: ClassVar[str] = INT_TYPEDEFS
+    #: identifiers the target reserves: a params member or kernel name among them gets ``_``
+    #: appended (see :meth:`member` and :meth:`entry_symbol`).
+    reserved_words: ClassVar[frozenset[str]] = C_RESERVED
     #: definitions of the f16 conversion functions named below (emitted only when needed).
     half_prelude: ClassVar[str] = ""
     half_to_float: ClassVar[str] = "gp_h2f"
@@ -63,6 +73,12 @@ class CRenderer:
     block_dim: ClassVar[str] = "blockDim.x"
     grid_dim: ClassVar[str] = "gridDim.x"
     restrict: ClassVar[str] = "__restrict__ "
+    #: address-space qualifier of the kernel's pointer parameters and of casts of them
+    #: (OpenCL's ``"__global "``); the shared array's is :attr:`shared_qualifier`.
+    pointer_space: ClassVar[str] = ""
+    #: elementwise and reduce-preset loops: ``"union"`` loads 16-byte vectors through a
+    #: union with :attr:`vector_types`; ``"scalar"`` loads one element at a time.
+    vector_loads: ClassVar[Literal["union", "scalar"]] = "union"
     unroll_pragma: ClassVar[str] = "#pragma unroll"
     #: a constant expression for a member's offset, from ``{t}`` (struct) and ``{m}`` (member).
     offsetof: ClassVar[str] = "__builtin_offsetof({t}, {m})"
@@ -74,20 +90,61 @@ class CRenderer:
     float_from_bits: ClassVar[dict[str, str]] = {
         "f32": "__int_as_float", "f64": "__longlong_as_double",
     }
+    #: C spellings of the predicate intrinsics (``isnan``...), by intrinsic name.
     predicate_names: ClassVar[dict[str, str]] = {
-        "isnan": "isnan", "isinf": "isinf", "isfinite": "isfinite",
+        m.name: m.c for m in INTRINSICS if m.kind == "predicate" and m.c is not None
     }
-    #: math function names for f64 (f32 appends ``f``; see :meth:`math_name`).
-    math_f64: ClassVar[dict[str, str]] = {m: m for m in _MATH}
-    math_f32: ClassVar[dict[str, str]] = {m: m + "f" for m in _MATH}
+    #: math function names for f64 and f32 by intrinsic name (``abs`` of a float is ``fabs``;
+    #: the operator function ``pow`` too), from :mod:`gompute_core.ir.intrinsics`.
+    math_f64: ClassVar[dict[str, str]] = dict(_C_MATH)
+    math_f32: ClassVar[dict[str, str]] = {m: c + "f" for m, c in _C_MATH.items()}
     #: f32 functions computed through f64 (empty the set for dialects with slow f64).
     f32_via_f64: ClassVar[frozenset[str]] = F32_VIA_F64
+    #: the expression and statement writer (a :class:`FunctionWriter` subclass overrides
+    #: single node renderings).
+    writer_class: ClassVar[type[FunctionWriter]] = FunctionWriter
 
     def __init__(self) -> None:
         self._helpers: dict[str, str] = {}
         #: set by the writers when the kernel touches f16 (the half prelude is then emitted).
         self.uses_half = False
-        self.writer = FunctionWriter(self)
+        self.writer = self.writer_class(self)
+
+    # ---- language and naming: small methods a dialect may override -----------------
+    def aggregate(self, tag: Literal["struct", "union"], name: str, members: str) -> str:
+        """A declaration of struct or union ``name`` (``members`` is the text between the
+        braces) after which ``name`` alone names the type."""
+        if self.language == "c":
+            if tag == "struct" and not members.strip():
+                members = "\n  char gp_unused;\n"  # C has no empty structs
+            return f"typedef {tag} {name} {{{members}}} {name};"
+        return f"{tag} {name} {{{members}}};"
+
+    def static_assert(self, cond: str, message: str, label: str) -> str:
+        """A file-scope compile-time assertion line; ``label`` is unique per translation unit
+        (C99 spells the assertion as an array type whose size is negative when it fails)."""
+        if self.language == "c":
+            return f"typedef char gp_assert_{label}[({cond}) ? 1 : -1];\n"
+        return f"static_assert({cond}, \"{message}\");\n"
+
+    def alignof(self, type_name: str) -> str:
+        """A constant expression for the alignment of ``type_name``."""
+        if self.language == "c":
+            return self.offsetof.format(t=f"struct {{ char gp_c; {type_name} gp_m; }}", m="gp_m")
+        return f"alignof({type_name})"
+
+    def zero_initializer(self) -> str:
+        """An initializer zeroing an aggregate (``{}`` in C++, ``{0}`` in C)."""
+        return "{0}" if self.language == "c" else "{}"
+
+    def member(self, name: str) -> str:
+        """A params struct member's C name: the field name, ``_`` appended if reserved."""
+        return name + "_" if name in self.reserved_words else name
+
+    def entry_symbol(self, kir: KernelIR) -> str:
+        """The entry point's symbol: the kernel's name, ``_`` appended if the target reserves
+        it (compilers record it as the artifact's ``entry``)."""
+        return kir.name + "_" if kir.name in self.reserved_words else kir.name
 
     # ---- services used by the writers ----------------------------------------------
     def math_name(self, func: str, t: IRType) -> str:
@@ -134,9 +191,11 @@ class CRenderer:
         """The complete source of ``kir``: prelude, helpers, params, functions, entry."""
         functions = "".join(self.writer.function(f) + "\n" for f in kir.functions)
         entry = EntryWriter(self, kir).render()
+        symbol = self.entry_symbol(kir)
+        named = f", entry {symbol}" if symbol != kir.name else ""
         return "\n".join(p for p in (
-            f"// kernel {kir.name} ({kir.kind}), IR digest {kir.digest()[:16]}\n",
-            self.prelude, INT_TYPEDEFS, self._support(kir), functions, entry) if p)
+            f"// kernel {kir.name} ({kir.kind}){named}, IR digest {kir.digest()[:16]}\n",
+            self.prelude, self.int_typedefs, self._support(kir), functions, entry) if p)
 
     def render_functions(self, kir: KernelIR) -> str:
         """Only the device code of ``kir``'s IR functions, with the helpers and params
@@ -151,5 +210,5 @@ class CRenderer:
             raise Unsupported(f"the {self.name} renderer has no f16 support")
         parts = [self.half_prelude if self.uses_half else "", "".join(self._helpers.values())]
         if kir.params is not None:
-            parts.append(params_decls(kir.params, self.offsetof))
+            parts.append(params_decls(kir.params, self))
         return "\n".join(p for p in parts if p)

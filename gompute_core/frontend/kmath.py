@@ -1,7 +1,8 @@
 """``g.math``: math functions of the kernel language.
 
 Each function runs on NumPy scalars in the Python oracle and is recognised by
-the frontend as an IR intrinsic. Semantics (identical on every backend, as far
+the frontend as an IR intrinsic; names, arities and the NumPy ufunc of each come
+from the one table, :mod:`gompute_core.ir.intrinsics`. Semantics (identical on every backend, as far
 as each backend's libm allows):
 
 * float arguments keep their type (``g.math.sqrt(np.float32(2))`` is an f32);
@@ -25,6 +26,8 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+
+from ..ir.intrinsics import g_math_entries
 
 __all__ = ["math", "MathNamespace", "INTRINSICS", "PREDICATES", "BINARY_INTRINSICS"]
 
@@ -67,28 +70,23 @@ def _binary(ufunc: Callable[[Any, Any], Any], name: str) -> Callable[[Any, Any],
     return fn
 
 
-def erf(x: Any) -> Any:
-    """The error function, computed in double precision and rounded to ``x``'s float type."""
-    xf = _float_arg(x)
-    return type(xf)(_pymath.erf(float(xf)))
+def _in_double(fn: Callable[[float], float], name: str) -> Callable[[Any], Any]:
+    """``name(x)`` for a function NumPy lacks: Python's ``math.<name>`` in double precision,
+    rounded to ``x``'s float type."""
+    def in_double(x: Any) -> Any:
+        xf = _float_arg(x)
+        return type(xf)(fn(float(xf)))
+
+    in_double.__name__ = in_double.__qualname__ = name
+    in_double.__doc__ = (f"``{name}(x)`` computed in double precision and rounded to ``x``'s "
+                         "float type.")
+    return in_double
 
 
-_UNARY_UFUNCS: dict[str, Callable[[Any], Any]] = {
-    "sqrt": np.sqrt, "exp": np.exp, "log": np.log, "log2": np.log2, "log10": np.log10,
-    "exp2": np.exp2, "sin": np.sin, "cos": np.cos, "tan": np.tan, "tanh": np.tanh,
-    "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan, "sinh": np.sinh,
-    "cosh": np.cosh, "floor": np.floor, "ceil": np.ceil, "trunc": np.trunc,
-    "fabs": np.fabs, "expm1": np.expm1, "log1p": np.log1p,
-    "isnan": np.isnan, "isinf": np.isinf, "isfinite": np.isfinite,
-}
-_BINARY_UFUNCS: dict[str, Callable[[Any, Any], Any]] = {
-    "atan2": np.arctan2, "copysign": np.copysign, "fmod": np.fmod, "hypot": np.hypot,
-}
-
-PREDICATES: frozenset[str] = frozenset({"isnan", "isinf", "isfinite"})
+PREDICATES: frozenset[str] = frozenset(m.name for m in g_math_entries() if m.kind == "predicate")
 """Intrinsics returning bool."""
 
-BINARY_INTRINSICS: frozenset[str] = frozenset(_BINARY_UFUNCS)
+BINARY_INTRINSICS: frozenset[str] = frozenset(m.name for m in g_math_entries() if m.arity == 2)
 """Intrinsics taking two arguments."""
 
 
@@ -110,17 +108,18 @@ math = MathNamespace()
 INTRINSICS: dict[int, str] = {}
 """``id`` of each ``g.math`` function -> IR intrinsic name (the functions live forever)."""
 
-for _name, _uf in _UNARY_UFUNCS.items():
-    _f = _unary(_uf, _name)
-    setattr(MathNamespace, _name, staticmethod(_f))
-    INTRINSICS[id(_f)] = _name
-for _name, _bf in _BINARY_UFUNCS.items():
-    _f = _binary(_bf, _name)
-    setattr(MathNamespace, _name, staticmethod(_f))
-    INTRINSICS[id(_f)] = _name
-MathNamespace.erf = staticmethod(erf)  # type: ignore[attr-defined]
-INTRINSICS[id(erf)] = "erf"
+for _entry in g_math_entries():
+    if _entry.numpy is None:
+        _f: Callable[..., Any] = _in_double(getattr(_pymath, _entry.name), _entry.name)
+    elif _entry.arity == 1:
+        _f = _unary(getattr(np, _entry.numpy), _entry.name)
+    else:
+        _f = _binary(getattr(np, _entry.numpy), _entry.name)
+    setattr(MathNamespace, _entry.name, staticmethod(_f))
+    INTRINSICS[id(_f)] = _entry.name
 
+erf: Callable[[Any], Any] = MathNamespace.erf  # type: ignore[attr-defined]
+"""The error function (``g.math.erf``)."""
 
 def intrinsic_of(obj: object) -> str | None:
     """The IR intrinsic name of a ``g.math`` function object, or None."""

@@ -42,6 +42,7 @@ from .nodes import (
     Var,
     While,
 )
+from .visitor import Visitor
 
 _SYMBOLS: dict[str, str] = {
     "add": "+", "sub": "-", "mul": "*", "truediv": "/", "floordiv": "//", "mod": "%",
@@ -62,66 +63,96 @@ def format_type(t: IRType) -> str:
     return short_name(t)
 
 
-def format_expr(e: Expr) -> str:
-    """One expression; binary operations are fully parenthesised below the top level."""
-    return _expr(e, top=True)
+class IRPrinter(Visitor):
+    """Renders expressions as text (``visit(e, top)``) and appends statements to a list of
+    lines (``visit(s, indent, out)``)."""
 
+    def expr(self, e: Expr, top: bool = False) -> str:
+        """One expression; binary operations are parenthesised unless ``top``."""
+        text: str = self.visit(e, top)
+        return text
 
-def _expr(e: Expr, top: bool = False) -> str:
-    if isinstance(e, Const):
+    def visit_Const(self, e: Const, top: bool) -> str:
         if isinstance(e.value, bool):
             return "True" if e.value else "False"
         return f"{e.value!r}{format_type(e.type)}"
-    if isinstance(e, Var):
+
+    def visit_Var(self, e: Var, top: bool) -> str:
         return e.name
-    if isinstance(e, Field):
-        return f"{_expr(e.base)}.{e.name}"
-    if isinstance(e, Index):
-        return f"{_expr(e.base)}[{_expr(e.index, True)}]"
-    if isinstance(e, Unary):
-        return f"{'-' if e.op == 'neg' else '~'}{_expr(e.operand)}"
-    if isinstance(e, Not):
-        return f"not {_expr(e.operand)}"
-    if isinstance(e, (Binary, Compare, Logical)):
-        text = f"{_expr(e.lhs)} {_SYMBOLS[e.op]} {_expr(e.rhs)}"
+
+    def visit_Field(self, e: Field, top: bool) -> str:
+        return f"{self.expr(e.base)}.{e.name}"
+
+    def visit_Index(self, e: Index, top: bool) -> str:
+        return f"{self.expr(e.base)}[{self.expr(e.index, True)}]"
+
+    def visit_Unary(self, e: Unary, top: bool) -> str:
+        return f"{'-' if e.op == 'neg' else '~'}{self.expr(e.operand)}"
+
+    def visit_Not(self, e: Not, top: bool) -> str:
+        return f"not {self.expr(e.operand)}"
+
+    def visit_Binary(self, e: Binary | Compare | Logical, top: bool) -> str:
+        text = f"{self.expr(e.lhs)} {_SYMBOLS[e.op]} {self.expr(e.rhs)}"
         return text if top else f"({text})"
-    if isinstance(e, Select):
-        text = f"{_expr(e.if_true)} if {_expr(e.cond)} else {_expr(e.if_false)}"
+
+    visit_Compare = visit_Logical = visit_Binary
+
+    def visit_Select(self, e: Select, top: bool) -> str:
+        text = f"{self.expr(e.if_true)} if {self.expr(e.cond)} else {self.expr(e.if_false)}"
         return text if top else f"({text})"
-    if isinstance(e, Cast):
-        return f"{format_type(e.type)}({_expr(e.value, True)})"
-    if isinstance(e, (CallIntrinsic, CallFunction)):
-        args = ", ".join(_expr(a, True) for a in e.args)
+
+    def visit_Cast(self, e: Cast, top: bool) -> str:
+        return f"{format_type(e.type)}({self.expr(e.value, True)})"
+
+    def visit_CallIntrinsic(self, e: CallIntrinsic | CallFunction, top: bool) -> str:
+        args = ", ".join(self.expr(a, True) for a in e.args)
         return f"{e.func}({args})"
-    raise TypeError(f"not an IR expression: {e!r}")
+
+    visit_CallFunction = visit_CallIntrinsic
+
+    # ---- statements: append lines to ``out`` at ``indent`` levels ----------------------
+    def stmts(self, body: tuple[Stmt, ...], indent: int, out: list[str]) -> None:
+        """Append the lines of ``body`` to ``out``."""
+        for s in body:
+            self.visit(s, indent, out)
+
+    def visit_Assign(self, s: Assign, indent: int, out: list[str]) -> None:
+        out.append(f"{'  ' * indent}{s.name} = {format_expr(s.value)}")
+
+    def visit_Return(self, s: Return, indent: int, out: list[str]) -> None:
+        out.append(f"{'  ' * indent}return {format_expr(s.value)}")
+
+    def visit_Break(self, s: Break, indent: int, out: list[str]) -> None:
+        out.append(f"{'  ' * indent}break")
+
+    def visit_Continue(self, s: Continue, indent: int, out: list[str]) -> None:
+        out.append(f"{'  ' * indent}continue")
+
+    def visit_If(self, s: If, indent: int, out: list[str]) -> None:
+        pad = "  " * indent
+        out.append(f"{pad}if {format_expr(s.cond)}:")
+        self.stmts(s.body, indent + 1, out)
+        if s.orelse:
+            out.append(f"{pad}else:")
+            self.stmts(s.orelse, indent + 1, out)
+
+    def visit_ForRange(self, s: ForRange, indent: int, out: list[str]) -> None:
+        out.append(f"{'  ' * indent}for {s.var} in range({format_expr(s.start)}, "
+                   f"{format_expr(s.stop)}, {format_expr(s.step)}):")
+        self.stmts(s.body, indent + 1, out)
+
+    def visit_While(self, s: While, indent: int, out: list[str]) -> None:
+        out.append(f"{'  ' * indent}while {format_expr(s.cond)}:")
+        self.stmts(s.body, indent + 1, out)
 
 
-def _stmts(body: tuple[Stmt, ...], indent: int, out: list[str]) -> None:
-    pad = "  " * indent
-    for s in body:
-        if isinstance(s, Assign):
-            out.append(f"{pad}{s.name} = {format_expr(s.value)}")
-        elif isinstance(s, Return):
-            out.append(f"{pad}return {format_expr(s.value)}")
-        elif isinstance(s, Break):
-            out.append(f"{pad}break")
-        elif isinstance(s, Continue):
-            out.append(f"{pad}continue")
-        elif isinstance(s, If):
-            out.append(f"{pad}if {format_expr(s.cond)}:")
-            _stmts(s.body, indent + 1, out)
-            if s.orelse:
-                out.append(f"{pad}else:")
-                _stmts(s.orelse, indent + 1, out)
-        elif isinstance(s, ForRange):
-            out.append(f"{pad}for {s.var} in range({format_expr(s.start)}, "
-                       f"{format_expr(s.stop)}, {format_expr(s.step)}):")
-            _stmts(s.body, indent + 1, out)
-        elif isinstance(s, While):
-            out.append(f"{pad}while {format_expr(s.cond)}:")
-            _stmts(s.body, indent + 1, out)
-        else:
-            raise TypeError(f"not an IR statement: {s!r}")
+_PRINTER = IRPrinter()
+
+
+def format_expr(e: Expr) -> str:
+    """One expression; binary operations are fully parenthesised below the top level."""
+    return _PRINTER.expr(e, top=True)
 
 
 def format_function(fn: Function) -> str:
@@ -130,7 +161,7 @@ def format_function(fn: Function) -> str:
     head = f"fn {fn.name}({args}) -> {format_type(fn.ret)}"
     lines = [f"{head}    # {fn.source}" if fn.source else head]
     lines.extend(f"  var {n}: {format_type(t)}" for n, t in fn.locals)
-    _stmts(fn.body, 1, lines)
+    _PRINTER.stmts(fn.body, 1, lines)
     return "\n".join(lines)
 
 

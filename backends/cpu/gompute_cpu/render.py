@@ -24,21 +24,13 @@ import numpy as np
 
 from gompute_core.errors import Unsupported
 from gompute_core.ir import nodes as ir
+from gompute_core.ir.intrinsics import BY_NAME, intrinsic
+from gompute_core.ir.visitor import Visitor
 from gompute_core.types import ScalarType, is_float, is_signed
 
 from .helpers import TYPE_NAMES, helper_name
 from .params import is_aggregate, leaves
 
-_UFUNCS: dict[str, str] = {
-    "sqrt": "np.sqrt", "exp": "np.exp", "log": "np.log", "log2": "np.log2",
-    "log10": "np.log10", "exp2": "np.exp2", "sin": "np.sin", "cos": "np.cos",
-    "tan": "np.tan", "tanh": "np.tanh", "asin": "np.arcsin", "acos": "np.arccos",
-    "atan": "np.arctan", "atan2": "np.arctan2", "sinh": "np.sinh", "cosh": "np.cosh",
-    "floor": "np.floor", "ceil": "np.ceil", "trunc": "np.trunc", "fabs": "np.fabs",
-    "copysign": "np.copysign", "fmod": "np.fmod", "hypot": "np.hypot",
-    "expm1": "np.expm1", "log1p": "np.log1p",
-    "isnan": "np.isnan", "isinf": "np.isinf", "isfinite": "np.isfinite",
-}
 _COMPARE = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 _ARITH = {"add": "+", "sub": "-", "mul": "*", "truediv": "/",
           "bitand": "&", "bitor": "|", "bitxor": "^"}
@@ -86,8 +78,11 @@ def arg_names(fn: ir.Function) -> list[str]:
     return out
 
 
-class FunctionRenderer:
-    """Renders one :class:`ir.Function`; records the helpers it needs in ``helpers``."""
+class FunctionRenderer(Visitor):
+    """Renders one :class:`ir.Function`; records the helpers it needs in ``helpers``.
+
+    Expressions render as text (``visit(e)``), statements append lines at an indentation
+    depth (``visit(s, depth)``)."""
 
     def __init__(self, fn: ir.Function, helpers: set[tuple[str, ScalarType]]) -> None:
         self.fn = fn
@@ -126,24 +121,28 @@ class FunctionRenderer:
         return [f"s{k}_{var(root)}{sub}" for k, leaf in enumerate(root_leaves)
                 if leaf.path[:len(names)] == names]
 
+    def backend_name(self) -> str:
+        """``cpu``."""
+        return "cpu"
+
     def expr(self, e: ir.Expr) -> str:
         """Render a scalar expression."""
-        method = getattr(self, "_e_" + type(e).__name__)
-        return method(e)
+        text: str = self.visit(e)
+        return text
 
-    def _e_Const(self, e: ir.Const) -> str:
+    def visit_Const(self, e: ir.Const) -> str:
         return const(e.value, e.type)
 
-    def _e_Var(self, e: ir.Var) -> str:
+    def visit_Var(self, e: ir.Var) -> str:
         return var(e.name)
 
-    def _e_Field(self, e: ir.Field) -> str:
+    def visit_Field(self, e: ir.Field) -> str:
         (leaf,) = self.flatten(e)
         return leaf
 
-    _e_Index = _e_Field
+    visit_Index = visit_Field
 
-    def _e_Unary(self, e: ir.Unary) -> str:
+    def visit_Unary(self, e: ir.Unary) -> str:
         a, t = self.expr(e.operand), e.type
         if t is np.bool_:
             return f"(not {a})"
@@ -154,10 +153,10 @@ class FunctionRenderer:
             return f"{T}(-{a})"
         return f"{T}({T}(0) - {a})"
 
-    def _e_Not(self, e: ir.Not) -> str:
+    def visit_Not(self, e: ir.Not) -> str:
         return f"(not {self.expr(e.operand)})"
 
-    def _e_Binary(self, e: ir.Binary) -> str:
+    def visit_Binary(self, e: ir.Binary) -> str:
         a, b, t, op = self.expr(e.lhs), self.expr(e.rhs), e.type, e.op
         if t is np.bool_:
             if op == "bitxor":
@@ -167,42 +166,46 @@ class FunctionRenderer:
         if op in _ARITH:
             return f"{T}({a} {_ARITH[op]} {b})"
         if op == "pow" and is_float(t):
-            return f"{T}(np.power({a}, {b}))"
+            return f"{T}(np.{intrinsic('pow').numpy}({a}, {b}))"
         return f"{self.helper(op, t)}({a}, {b})"
 
-    def _e_Compare(self, e: ir.Compare) -> str:
+    def visit_Compare(self, e: ir.Compare) -> str:
         return f"({self.expr(e.lhs)} {_COMPARE[e.op]} {self.expr(e.rhs)})"
 
-    def _e_Logical(self, e: ir.Logical) -> str:
+    def visit_Logical(self, e: ir.Logical) -> str:
         return f"({self.expr(e.lhs)} {e.op} {self.expr(e.rhs)})"
 
-    def _e_Select(self, e: ir.Select) -> str:
+    def visit_Select(self, e: ir.Select) -> str:
         return (f"({self.expr(e.if_true)} if {self.expr(e.cond)} "
                 f"else {self.expr(e.if_false)})")
 
-    def _e_Cast(self, e: ir.Cast) -> str:
+    def visit_Cast(self, e: ir.Cast) -> str:
         a, src, t = self.expr(e.value), e.value.type, e.type
         if t is np.bool_:
             return a if src is np.bool_ else f"({a} != {const(0, src)})"
         return f"{tname(t)}({a})"
 
-    def _e_CallIntrinsic(self, e: ir.CallIntrinsic) -> str:
+    def visit_CallIntrinsic(self, e: ir.CallIntrinsic) -> str:
         args = [self.expr(a) for a in e.args]
         t, f = e.type, e.func
+        entry = BY_NAME.get(f)
+        if entry is None or entry.kind == "operator":
+            raise Unsupported(f"{self.fn.source}: cpu: unknown math intrinsic {f!r}")
         if f in ("min", "max"):
             return f"{self.helper(f, t)}({args[0]}, {args[1]})"
-        if f in ("isnan", "isinf", "isfinite"):
-            return f"{_UFUNCS[f]}({args[0]})"
+        if entry.kind == "predicate":
+            return f"np.{entry.numpy}({args[0]})"
         if f == "abs":
             return args[0] if t is np.bool_ else f"{tname(t)}(abs({args[0]}))"
         if not is_float(t):
             raise Unsupported(f"{self.fn.source}: {f} on {np.dtype(t).name} "
                               "(math intrinsics take floats)")
-        if f == "erf":  # g.math.erf computes in double, then rounds: so do we
-            return f"{tname(t)}(math.erf(np.float64({args[0]})))"
-        return f"{tname(t)}({_UFUNCS[f]}({', '.join(args)}))"
+        if entry.numpy is None:  # computed in double, then rounded, as g.math does
+            doubles = ", ".join(f"np.float64({a})" for a in args)
+            return f"{tname(t)}(math.{f}({doubles}))"
+        return f"{tname(t)}(np.{entry.numpy}({', '.join(args)}))"
 
-    def _e_CallFunction(self, e: ir.CallFunction) -> str:
+    def visit_CallFunction(self, e: ir.CallFunction) -> str:
         args: list[str] = []
         for a in e.args:
             args.extend(self.flatten(a) if is_aggregate(a.type) else [self.expr(a)])
@@ -218,11 +221,11 @@ class FunctionRenderer:
         """Render a statement list (``pass`` when empty)."""
         start = len(self.lines)
         for s in stmts:
-            getattr(self, "_s_" + type(s).__name__)(s, depth)
+            self.visit(s, depth)
         if len(self.lines) == start:
             self.emit(depth, "pass")
 
-    def _s_Assign(self, s: ir.Assign, depth: int) -> None:
+    def visit_Assign(self, s: ir.Assign, depth: int) -> None:
         t = self.types[s.name]
         if is_aggregate(t):
             for name, value in zip(leaf_names(s.name, t), self.flatten(s.value), strict=True):
@@ -230,14 +233,14 @@ class FunctionRenderer:
         else:
             self.emit(depth, f"{var(s.name)} = {self.expr(s.value)}")
 
-    def _s_If(self, s: ir.If, depth: int) -> None:
+    def visit_If(self, s: ir.If, depth: int) -> None:
         self.emit(depth, f"if {self.expr(s.cond)}:")
         self.block(s.body, depth + 1)
         if s.orelse:
             self.emit(depth, "else:")
             self.block(s.orelse, depth + 1)
 
-    def _s_ForRange(self, s: ir.ForRange, depth: int) -> None:
+    def visit_ForRange(self, s: ir.ForRange, depth: int) -> None:
         self._tmp += 1
         k = f"_k{self._tmp}"
         bounds = ", ".join(f"np.int64({self.expr(x)})" for x in (s.start, s.stop, s.step))
@@ -248,17 +251,17 @@ class FunctionRenderer:
         self.emit(depth + 1, f"{var(s.var)} = {tname(self.types[s.var])}({k})")
         self.block(s.body, depth + 1)
 
-    def _s_While(self, s: ir.While, depth: int) -> None:
+    def visit_While(self, s: ir.While, depth: int) -> None:
         self.emit(depth, f"while {self.expr(s.cond)}:")
         self.block(s.body, depth + 1)
 
-    def _s_Break(self, s: ir.Break, depth: int) -> None:
+    def visit_Break(self, s: ir.Break, depth: int) -> None:
         self.emit(depth, "break")
 
-    def _s_Continue(self, s: ir.Continue, depth: int) -> None:
+    def visit_Continue(self, s: ir.Continue, depth: int) -> None:
         self.emit(depth, "continue")
 
-    def _s_Return(self, s: ir.Return, depth: int) -> None:
+    def visit_Return(self, s: ir.Return, depth: int) -> None:
         self.emit(depth, f"return {self.expr(s.value)}")
 
     # the function ------------------------------------------------------------------------

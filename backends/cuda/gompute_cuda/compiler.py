@@ -100,6 +100,8 @@ class CudaCompiler(Compiler):
             if nvcc is None:
                 raise
             image, target = _nvcc_compile(nvcc, source, kernel.name, arch_n, opts)
-            return Built(image, "cubin", (("code", target), ("options", " ".join(opts))))
+            return Built(image, "cubin", (("code", target), ("options", " ".join(opts))),
+                         CUDARenderer().entry_symbol(kernel))
         img = nvrtc.compile(source, kernel.name, arch_n, opts)
-        return Built(img.image, img.format, (("code", img.target), ("options", " ".join(opts))))
+        return Built(img.image, img.format, (("code", img.target), ("options", " ".join(opts))),
+                     CUDARenderer().entry_symbol(kernel))

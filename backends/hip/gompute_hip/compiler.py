@@ -16,7 +16,7 @@ from gompute_core.errors import BackendUnavailable, CompileFailed, InvalidArgume
 from gompute_core.ir.kernel import KernelIR
 
 from . import libs
-from .renderer import render
+from .renderer import HIPRenderer, render
 from .targets import comgr_version, validate_target
 
 BASE_OPTIONS: tuple[str, ...] = ("-O3", "-ffp-contract=off", "-std=c++17")
@@ -111,4 +111,4 @@ class HipCompiler(Compiler):
         """An AMDGPU code object (``hsaco``)."""
         image = compile_source(source, kernel.name, arch, options)
         flags = " ".join((f"--offload-arch={arch}", *BASE_OPTIONS, *options))
-        return Built(image, FORMAT, (("options", flags),))
+        return Built(image, FORMAT, (("options", flags),), HIPRenderer().entry_symbol(kernel))
