@@ -86,8 +86,9 @@ def compile_kernel(compiler: Compiler, kernel: KernelIR, arch: str,
     def build() -> Artifact:
         built = compiler.build(source, kernel, arch, options)
         return Artifact(backend=compiler.backend, image=built.image, format=built.format,
-                        entry=built.entry or kernel.name, target=arch, source=source, compiler=key[1],
-                        digest=kernel.digest(), kind=kernel.kind, extra=built.extra)
+                        entry=built.entry or kernel.name, target=arch, source=source,
+                        compiler=key[1], digest=kernel.digest(), kind=kernel.kind,
+                        extra=built.extra)
 
     if cache is None:
         cache = CompileCache(compiler.backend)
