@@ -24,7 +24,8 @@
   X(cuDeviceGetAttribute) X(cuDeviceGetUuid) X(cuDevicePrimaryCtxRetain) X(cuCtxSetCurrent) \
   X(cuCtxSynchronize) X(cuMemAlloc) X(cuMemFree) X(cuMemHostAlloc) X(cuMemFreeHost)       \
   X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuMemcpyDtoD) X(cuMemcpyHtoDAsync)                    \
-  X(cuMemcpyDtoHAsync) X(cuMemcpyDtoDAsync) X(cuMemsetD8Async) X(cuStreamCreate)          \
+  X(cuMemcpyDtoHAsync) X(cuMemcpyDtoDAsync) X(cuMemsetD8) X(cuMemsetD8Async)             \
+  X(cuMemHostRegister) X(cuMemHostUnregister) X(cuStreamCreate)                            \
   X(cuStreamSynchronize) X(cuStreamQuery) X(cuStreamWaitEvent) X(cuStreamDestroy)         \
   X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuEventCreate) X(cuEventRecord)         \
   X(cuEventSynchronize) X(cuEventQuery) X(cuEventElapsedTime) X(cuEventDestroy)           \
@@ -323,6 +324,23 @@ HIPF_API hipError_t hipHostFree(void *ptr) {
   return hipSuccess;
 }
 
+HIPF_API hipError_t hipHostRegister(void *ptr, size_t size, unsigned int flags) {
+  if (ptr == NULL) return hipErrorInvalidValue;
+  if (flags != 0) { /* hipHostRegisterDefault is all gompute_hip asks for */
+    fprintf(stderr, "hip_on_cuda: hipHostRegister flags 0x%x are not supported here\n", flags);
+    return hipErrorInvalidValue;
+  }
+  HIP_CHECK(ready());
+  CU_CHECK(p_cuMemHostRegister(ptr, size, CU_MEMHOSTREGISTER_PORTABLE));
+  return hipSuccess;
+}
+
+HIPF_API hipError_t hipHostUnregister(void *ptr) {
+  HIP_CHECK(ready());
+  CU_CHECK(p_cuMemHostUnregister(ptr));
+  return hipSuccess;
+}
+
 #define DPTR(p) ((CUdeviceptr)(uintptr_t)(p))
 
 HIPF_API hipError_t hipMemcpyHtoD(void *dst, const void *src, size_t size) {
@@ -359,6 +377,12 @@ HIPF_API hipError_t hipMemcpyDtoHAsync(void *dst, void *src, size_t size, CUstre
 HIPF_API hipError_t hipMemcpyDtoDAsync(void *dst, void *src, size_t size, CUstream stream) {
   HIP_CHECK(ready());
   CU_CHECK(p_cuMemcpyDtoDAsync(DPTR(dst), DPTR(src), size, stream));
+  return hipSuccess;
+}
+
+HIPF_API hipError_t hipMemsetD8(void *dst, unsigned char value, size_t count) {
+  HIP_CHECK(ready());
+  CU_CHECK(p_cuMemsetD8(DPTR(dst), value, count));
   return hipSuccess;
 }
 
