@@ -13,11 +13,14 @@ import pickle
 import subprocess
 import sys
 import textwrap
+import warnings
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+
+import gompute_core as g
 
 THRESHOLD = 500
 SMALL = np.linspace(-3, 3, 100, dtype=np.float32)
@@ -254,3 +257,24 @@ def test_cache_owned_by_someone_else_is_refused(tmp_path: Path) -> None:
     report = run_child(tmp_path, cache, refused=True)
     assert report["error"] == "CacheUnsafe"
     assert "belongs to uid 65534" in report["message"] and str(cache / "cpu") in report["message"]
+
+
+def test_one_warning_per_process_for_every_kernel_compiled_in_memory(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("GOMPUTE_CACHE_DIR", str(blocker / "cache"))
+
+    def plus_seven(x: Any) -> Any:
+        return x + 7
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for name, fn in (("mem_affine", affine), ("mem_plus_seven", plus_seven)):
+            with g.Kernel(g.map(name, g.f32, None, fn), "cpu") as k:
+                data = SMALL.copy()
+                k.run(data)
+                np.testing.assert_array_equal(data, [fn(v) for v in SMALL])
+    messages = [str(w.message) for w in caught if issubclass(w.category, g.GomputeWarning)]
+    assert len(messages) == 1 and "compiling in memory" in messages[0]
+    assert not (blocker / "cache").exists()
