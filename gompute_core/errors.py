@@ -15,7 +15,8 @@ class GomputeError(Exception):
 
 
 class GomputeWarning(UserWarning):
-    """A backend was present but could not be used (see AutoKernel)."""
+    """Something was skipped but work went on: a backend AutoKernel could not use, a compile
+    cache entry dropped as corrupt, a cache location that could not be written."""
 
 
 class InitFailed(GomputeError):
@@ -84,6 +85,11 @@ class Unsupported(GomputeError):
 
 class CompileFailed(GomputeError):
     """The backend compiler rejected generated code (the log is attached)."""
+
+
+class CacheUnsafe(GomputeError):
+    """A compile cache directory is not private to this user (owned by someone else, or
+    writable by group or others): nothing is loaded from it; the message says how to fix it."""
 
 
 class KernelSyntaxError(GomputeError, TypeError):

@@ -1,11 +1,18 @@
-"""The on-disk compile cache: round trip, key sensitivity, atomic writes, checksum on load."""
+"""The on-disk compile cache: round trip, key sensitivity, atomic writes, checksum on load,
+private folders, one warning for a dropped entry or an unusable location."""
 
 from __future__ import annotations
 
+import os
+import re
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
+from gompute_core.errors import CacheUnsafe, GomputeWarning
 from gompute_core.plugins.records import Artifact
 from gompute_core.runtime.diskcache import CompileCache, DiskCache, cache_root
 
@@ -20,6 +27,16 @@ KEY = ("nvrtc 13.0", "sm_90", "--fmad=false", "cuda-renderer/1", "ab" * 32)
 def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> DiskCache:
     monkeypatch.setenv("GOMPUTE_CACHE_DIR", str(tmp_path))
     return DiskCache("cuda")
+
+
+@contextmanager
+def gompute_warnings() -> Iterator[list[str]]:
+    """The messages of the GomputeWarnings issued inside the block (every one, no dedup)."""
+    messages: list[str] = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield messages
+    messages.extend(str(w.message) for w in caught if issubclass(w.category, GomputeWarning))
 
 
 def test_round_trip(cache: DiskCache, tmp_path: Path) -> None:
@@ -38,25 +55,95 @@ def test_every_key_part_matters(cache: DiskCache) -> None:
         assert cache.get(other) is None
 
 
-def test_corrupt_entries_miss_and_are_removed(cache: DiskCache) -> None:
+@pytest.mark.parametrize("damage", ["flip", "truncate", "garbage"])
+def test_corrupt_entry_is_dropped_with_one_warning(cache: DiskCache, damage: str) -> None:
     path = cache.put(KEY, ART)
     data = bytearray(path.read_bytes())
-    data[-10] ^= 0xFF
+    if damage == "flip":
+        data[-10] ^= 0xFF
+    elif damage == "truncate":
+        data = data[:40]
+    else:
+        data = bytearray(os.urandom(len(data)))
     path.write_bytes(bytes(data))
-    assert cache.get(KEY) is None
+    with gompute_warnings() as caught:
+        assert cache.get(KEY) is None
+        assert cache.get(KEY) is None  # gone: a plain miss, no second warning
     assert not path.exists()
-    path = cache.put(KEY, ART)
-    path.write_bytes(path.read_bytes()[:40])
-    assert cache.get(KEY) is None
+    assert len(caught) == 1 and str(path) in caught[0] and "dropped" in caught[0]
 
 
-def test_unwritable_directory_is_not_an_error(tmp_path: Path,
-                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_compile_cache_rebuilds_a_corrupt_entry_once(cache: DiskCache) -> None:
+    builds: list[int] = []
+
+    def build() -> Artifact:
+        builds.append(1)
+        return ART
+
+    CompileCache("cuda").get_or_build(KEY, build)
+    path = cache.path_for(KEY)
+    path.write_bytes(path.read_bytes()[:-1] + b"!")
+    with gompute_warnings() as caught:
+        assert CompileCache("cuda").get_or_build(KEY, build) == ART  # a later process
+        assert CompileCache("cuda").get_or_build(KEY, build) == ART  # healed: from disk
+    assert len(builds) == 2 and len(caught) == 1
+    assert cache.get(KEY) == ART
+
+
+def test_unwritable_location_builds_in_memory_with_one_warning(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     blocker = tmp_path / "file"
-    blocker.write_text("not a directory")
-    monkeypatch.setenv("GOMPUTE_CACHE_DIR", str(blocker))
-    assert DiskCache("cuda").put(KEY, ART) is None
-    assert DiskCache("cuda").get(KEY) is None
+    blocker.write_text("a regular file: no one, root included, can create a folder under it")
+    monkeypatch.setenv("GOMPUTE_CACHE_DIR", str(blocker / "cache"))
+    builds: list[int] = []
+
+    def build() -> Artifact:
+        builds.append(1)
+        return ART
+
+    with gompute_warnings() as caught:
+        assert DiskCache("cuda").put(KEY, ART) is None
+        assert DiskCache("cuda").get(KEY) is None
+        compiler = CompileCache("cuda")
+        assert compiler.get_or_build(KEY, build) == ART
+        assert compiler.get_or_build(KEY, build) == ART  # memory
+        assert CompileCache("cuda").get_or_build(KEY, build) == ART
+    assert len(builds) == 2
+    assert len(caught) == 1, caught
+    assert "compiling in memory" in caught[0] and str(blocker) in caught[0]
+
+
+def test_created_folders_and_files_are_private(tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path / "new" / "root"
+    monkeypatch.setenv("GOMPUTE_CACHE_DIR", str(root))
+    path = DiskCache("cuda").put(KEY, ART)
+    assert path is not None
+    assert root.stat().st_mode & 0o777 == 0o700
+    assert (root / "cuda").stat().st_mode & 0o777 == 0o700
+    assert path.stat().st_mode & 0o077 == 0
+
+
+@pytest.mark.parametrize("where", ["root", "namespace"])
+@pytest.mark.parametrize("mode", [0o770, 0o757], ids=["group", "others"])
+def test_folder_writable_by_others_is_refused(cache: DiskCache, tmp_path: Path, where: str,
+                                              mode: int) -> None:
+    cache.put(KEY, ART)
+    folder = tmp_path if where == "root" else tmp_path / "cuda"
+    os.chmod(folder, mode)
+    for attempt in (lambda: cache.get(KEY), lambda: cache.put(KEY, ART),
+                    lambda: CompileCache("cuda").get_or_build(KEY, lambda: ART)):
+        with pytest.raises(CacheUnsafe, match=re.escape(f"chmod 700 {folder}") + "$"):
+            attempt()
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0,
+                    reason="handing a folder to another user needs root")
+def test_folder_owned_by_someone_else_is_refused(cache: DiskCache, tmp_path: Path) -> None:
+    cache.put(KEY, ART)
+    os.chown(tmp_path / "cuda", 65534, 65534)
+    with pytest.raises(CacheUnsafe, match=re.escape(f"{tmp_path / 'cuda'} belongs to uid 65534")):
+        cache.get(KEY)
 
 
 def test_default_root(monkeypatch: pytest.MonkeyPatch) -> None:

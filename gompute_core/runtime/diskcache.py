@@ -1,37 +1,123 @@
-"""On-disk compile cache shared by the GPU backends (CUDA, HIP).
+"""The compile cache's location, its safety checks, and the GPU backends' artifact cache.
 
-One file per key under ``$GOMPUTE_CACHE_DIR`` (default ``~/.cache/gompute``),
-in a folder per namespace. The key is the sha256 of its parts, which name the
-compiler, its version, the target arch, the options and the KernelIR digest
-(plus the renderer's version), so a change in any of them misses.
+Everything lives under ``$GOMPUTE_CACHE_DIR`` (default ``~/.cache/gompute``),
+in a folder per backend. Every folder Gompute creates there is mode 0700, and
+every folder it reads from must belong to this user and be writable by no one
+else (as ssh and pip require of their own files): anyone who can write a
+compile cache can make its users run their code. A folder that fails the check
+raises :class:`~gompute_core.errors.CacheUnsafe` naming it and the fix; nothing
+is read from it. A location that cannot be created or written (a read-only
+disk, a path under a regular file) is not an error: the backend compiles in
+memory and says so once per process with a :class:`GomputeWarning`.
 
-A file is a one-line JSON header (the artifact's fields, the payload's sha256
-and the lengths of the image and source) followed by the image and the source
-bytes. Writes go to a temporary file in the same folder, then ``os.replace``:
-readers never see half a file. Reads check the sha256 before returning; a file
-that fails the check or does not parse is deleted and counts as a miss.
+:class:`DiskCache` (CUDA, HIP) keeps one file per key. The key is the sha256 of
+its parts, which name the compiler, its version, the target arch, the options
+and the KernelIR digest (plus the renderer's version), so a change in any of
+them misses. A file is a one-line JSON header (the artifact's fields, the
+payload's sha256 and the lengths of the image and source) followed by the image
+and the source bytes. Writes go to a temporary file in the same folder, then
+``os.replace``: readers never see half a file. Reads check the sha256 before
+returning; a file that fails the check or does not parse is deleted with one
+``GomputeWarning`` and counts as a miss, so the caller rebuilds it.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
+import stat
 import tempfile
 import threading
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from ..errors import CacheUnsafe, GomputeWarning
 from ..plugins.records import Artifact
 
 ENV_CACHE_DIR = "GOMPUTE_CACHE_DIR"
 FORMAT_VERSION = 1
+
+_warned: set[str] = set()
+_warned_lock = threading.Lock()
 
 
 def cache_root() -> Path:
     """``$GOMPUTE_CACHE_DIR`` or ``~/.cache/gompute``."""
     env = os.environ.get(ENV_CACHE_DIR)
     return Path(env) if env else Path.home() / ".cache" / "gompute"
+
+
+def warn_once(key: str, message: str) -> None:
+    """Issue ``message`` as a :class:`GomputeWarning` the first time ``key`` is seen in
+    this process."""
+    with _warned_lock:
+        if key in _warned:
+            return
+        _warned.add(key)
+    warnings.warn(message, GomputeWarning, stacklevel=3)
+
+
+def warn_dropped(path: Path, reason: str) -> None:
+    """The one warning for a cache entry that failed its check and was deleted."""
+    warnings.warn(f"dropped the corrupt compile cache entry {path} ({reason}); "
+                  f"it is rebuilt", GomputeWarning, stacklevel=3)
+
+
+def check_private(path: Path) -> None:
+    """Raise :class:`CacheUnsafe` unless the directory ``path`` belongs to this user and
+    no one else can write it (``OSError`` if it is missing or not a directory)."""
+    st = os.stat(path)
+    if not stat.S_ISDIR(st.st_mode):
+        raise NotADirectoryError(errno.ENOTDIR, "not a directory", str(path))
+    uid = os.geteuid() if hasattr(os, "geteuid") else None
+    if uid is not None and st.st_uid != uid:
+        raise CacheUnsafe(
+            f"the compile cache directory {path} belongs to uid {st.st_uid}, not to you "
+            f"(uid {uid}): Gompute loads no code from it. Point {ENV_CACHE_DIR} at a "
+            f"directory of your own, or take it over: chown -R {uid} {path} && chmod 700 {path}")
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        raise CacheUnsafe(
+            f"the compile cache directory {path} is writable by group or others "
+            f"(mode {stat.S_IMODE(st.st_mode):o}): whoever can write it could run code in "
+            f"your processes, so Gompute loads nothing from it. Fix: chmod 700 {path}")
+
+
+def _private_dir(path: Path) -> None:
+    """Create ``path`` with mode 0700 if it is missing, then :func:`check_private` it."""
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+    check_private(path)
+
+
+def private_cache_dir(*parts: str) -> Path | None:
+    """``cache_root()/parts...``, each level created 0700 and checked, the last one
+    writable; None, with one :class:`GomputeWarning` per location and process, when it
+    cannot be created or written. Raises :class:`CacheUnsafe` for a level that is not
+    private."""
+    root = cache_root()
+    path = root
+    try:
+        root.parent.mkdir(parents=True, exist_ok=True)
+        _private_dir(path)
+        for part in parts:
+            path = path / part
+            _private_dir(path)
+        fd, probe = tempfile.mkstemp(dir=path, prefix=".probe-")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        target = root.joinpath(*parts)
+        warn_once(f"unwritable\0{target}",
+                  f"the compile cache {target} cannot be used ({exc}); compiling in memory, "
+                  f"nothing is reused by the next process. Set {ENV_CACHE_DIR} to a "
+                  f"writable directory to cache compiled kernels.")
+        return None
+    return path
 
 
 class DiskCache:
@@ -51,7 +137,10 @@ class DiskCache:
         return self.directory / (hashlib.sha256(text.encode()).hexdigest() + ".gca")
 
     def get(self, key_parts: Sequence[str]) -> Artifact | None:
-        """The cached artifact, or None (missing, unreadable or failing its checksum)."""
+        """The cached artifact, or None: missing, or failing its checksum (then deleted, with
+        one warning), or the location is unusable (one warning per process)."""
+        if private_cache_dir(self.namespace) is None:
+            return None
         path = self.path_for(key_parts)
         try:
             data = path.read_bytes()
@@ -73,13 +162,15 @@ class DiskCache:
                 digest=head["digest"], kind=head["kind"],
                 extra=tuple((str(k), str(v)) for k, v in head["extra"]),
             )
-        except (ValueError, KeyError, TypeError, UnicodeDecodeError):
+        except (ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
             path.unlink(missing_ok=True)
+            warn_dropped(path, f"{type(exc).__name__}: {exc}")
             return None
 
     def put(self, key_parts: Sequence[str], artifact: Artifact) -> Path | None:
-        """Store ``artifact`` atomically; returns its path, or None when the folder is not
-        writable (the cache is an optimisation: failing to write is not an error)."""
+        """Store ``artifact`` atomically (mode 0600); returns its path, or None when the
+        location is unusable (the cache is an optimisation: failing to write is not an
+        error)."""
         source = artifact.source.encode()
         payload = artifact.image + source
         head = {
@@ -90,20 +181,27 @@ class DiskCache:
             "image_len": len(artifact.image), "source_len": len(source),
             "sha256": hashlib.sha256(payload).hexdigest(),
         }
+        if private_cache_dir(self.namespace) is None:
+            return None
         path = self.path_for(key_parts)
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".gca")
-            try:
-                with os.fdopen(fd, "wb") as f:
-                    f.write(json.dumps(head).encode() + b"\n" + payload)
-                os.replace(tmp, path)
-            except BaseException:
-                Path(tmp).unlink(missing_ok=True)
-                raise
+            write_atomically(path, json.dumps(head).encode() + b"\n" + payload)
         except OSError:
             return None
         return path
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file (mode 0600) in the same folder and
+    ``os.replace``: a reader sees the old file or the whole new one, never half of it."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 class CompileCache:

@@ -1,34 +1,47 @@
-"""Rendered modules on disk and in memory, so numba's ``cache=True`` works across processes.
+"""Rendered modules: run from their text, their machine code cached on disk and verified.
 
-The source of a kernel is written once to ``<cache>/cpu/<sha256 of source>.py``
-(``$GOMPUTE_CACHE_DIR`` or ``~/.cache/gompute``; tmp file + ``os.replace``),
-then imported from there. numba keys its on-disk cache (``__pycache__``
-next to the file) on that file's path and stamp, so a second process that
-renders the same kernel imports the same file and loads machine code instead
-of compiling. The name is the hash of the text, so a file is never rewritten
-and a renderer change can never hit a stale cache entry.
+:func:`load_module` executes the rendered text it is given (never a file
+read back, never a ``.pyc``), once per process. When the cache location is
+usable (``<cache>/cpu`` private to the user: see
+:mod:`gompute_core.runtime.diskcache`) it also writes the text to
+``<cache>/cpu/k<sha256 of source>.py`` (for tracebacks and readers; the name
+is the hash of the text, so a renderer change never meets a stale entry),
+checks the numba cache files already there for that module, and gives each of
+its numba functions a verified on-disk cache (:mod:`.numba_cache`): a second
+process loads machine code instead of compiling, and a bad file is dropped
+and rebuilt with one warning. When the location cannot be created or written
+the module is compiled in memory, with one warning per process; a location
+owned by someone else or writable by others raises ``CacheUnsafe``.
 """
 
 from __future__ import annotations
 
 import hashlib
-import importlib.util
-import os
+import linecache
 import sys
 import threading
 from pathlib import Path
 from types import ModuleType
 
 from gompute_core.errors import CompileFailed
-from gompute_core.runtime.diskcache import cache_root
+from gompute_core.runtime.diskcache import (
+    cache_root,
+    private_cache_dir,
+    warn_once,
+    write_atomically,
+)
+
+from . import numba_cache
 
 _lock = threading.Lock()
 _modules: dict[str, ModuleType] = {}
+_NAMESPACE = "cpu"
+_NUMBA_DIR = "__pycache__"
 
 
 def cache_dir() -> Path:
     """The directory rendered CPU modules live in (``cpu`` under the core's cache root)."""
-    return cache_root() / "cpu"
+    return cache_root() / _NAMESPACE
 
 
 def source_path(source: str) -> Path:
@@ -38,35 +51,62 @@ def source_path(source: str) -> Path:
 
 def _write_once(path: Path, source: str) -> None:
     data = source.encode()
-    if path.exists() and path.read_bytes() == data:
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+    try:
+        if path.read_bytes() == data:
+            return
+    except FileNotFoundError:
+        pass
+    write_atomically(path, data)
+
+
+def _disk_store(path: Path, source: str) -> numba_cache.ModuleStore | None:
+    """The verified numba store of the module at ``path`` (its text written there), or None
+    when the cache location cannot be used (compile in memory; one warning)."""
+    numba_dir = private_cache_dir(_NAMESPACE, _NUMBA_DIR)
+    if numba_dir is None:
+        return None
+    reason = numba_cache.unsupported()
+    if reason is not None:
+        warn_once(f"numba-cache\0{reason}",
+                  f"this numba's cache internals are not the ones Gompute verifies ({reason}); "
+                  f"CPU kernels are compiled in memory, not cached on disk")
+        return None
+    try:
+        _write_once(path, source)
+    except OSError as exc:
+        warn_once(f"unwritable\0{path.parent}",
+                  f"cannot write {path} ({exc}); compiling in memory")
+        return None
+    return numba_cache.ModuleStore(numba_dir, path.stem)
+
+
+def _execute(source: str, name: str, filename: str) -> ModuleType:
+    """A new module ``name`` holding the result of running ``source`` (as ``filename``)."""
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    mod = ModuleType(name)
+    mod.__file__ = filename
+    sys.modules[name] = mod
+    try:
+        exec(compile(source, filename, "exec"), mod.__dict__)
+    except Exception as exc:
+        del sys.modules[name]
+        raise CompileFailed(f"{filename}: {type(exc).__name__}: {exc}") from exc
+    return mod
 
 
 def load_module(source: str) -> ModuleType:
-    """Import the rendered module ``source`` (once per process; ``CompileFailed`` if it fails)."""
+    """Run the rendered module ``source`` (once per process; ``CompileFailed`` if it fails),
+    its numba functions cached on disk when the location allows."""
     path = source_path(source)
     with _lock:
         mod = _modules.get(path.stem)
         if mod is not None:
             return mod
-        try:
-            _write_once(path, source)
-        except OSError as exc:
-            raise CompileFailed(f"cannot write the rendered kernel to {path}: {exc}") from exc
-        name = f"_gompute_cpu_{path.stem}"
-        spec = importlib.util.spec_from_file_location(name, path)
-        if spec is None or spec.loader is None:
-            raise CompileFailed(f"cannot import the rendered kernel {path}")
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[name] = mod
-        try:
-            spec.loader.exec_module(mod)
-        except Exception as exc:
-            del sys.modules[name]
-            raise CompileFailed(f"{path}: {type(exc).__name__}: {exc}") from exc
+        store = _disk_store(path, source)
+        filename = str(path) if store is not None else f"<gompute-cpu {path.stem}>"
+        mod = _execute(source, f"_gompute_cpu_{path.stem}", filename)
+        if store is not None:
+            store.sweep()
+            numba_cache.attach(mod, store, filename)
         _modules[path.stem] = mod
         return mod

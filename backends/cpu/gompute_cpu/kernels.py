@@ -12,10 +12,11 @@ the source:
   deterministic, the last write wins as in the oracle).
 
 ``P...`` are the params leaves (:mod:`.params`). Functions are compiled
-with ``cache=True, error_model="numpy", boundscheck=False`` and no fast-math,
+with ``error_model="numpy", boundscheck=False`` and no fast-math,
 except ``fastmath={"reassoc"}`` on the combine and the fold loop of a reduce
 preset (``kir.reassociate``): that lets LLVM vectorize the sum; a custom
-``combine`` is never reassociated.
+``combine`` is never reassociated. The module does not ask numba to cache:
+:mod:`.compiler` gives its functions a verified on-disk cache.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ import math
 import numpy as np
 from numba import njit, prange
 
-_OPT = dict(cache=True, error_model="numpy", boundscheck=False)
+_OPT = dict(error_model="numpy", boundscheck=False)
 _REASSOC = dict(_OPT, fastmath={{{{"reassoc"}}}})
 _PAR = dict(_OPT, parallel=True)
 """
