@@ -35,6 +35,7 @@ import numpy as np
 
 try:
     import dask.array as da
+    from dask.array.utils import meta_from_array
     from dask.base import normalize_token
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError("gompute_core.dask needs Dask: pip install 'gompute-core[dask]' "
@@ -304,7 +305,7 @@ def map_blocks(spec: Spec, *arrays: Any, p: Any = None, backend: str | None = No
     checks.params(p, spec.params, spec.name)
     _check_target(backend, device)
     out_type = spec.T if spec.kind in ("map", "map_indexed") else spec.Out
-    meta = np.empty((0,) * arrays[0].ndim, dtype=out_type)
+    meta = meta_from_array(arrays[0], dtype=out_type)  # NumPy, or CuPy for CuPy chunks
     return da.map_blocks(_CHUNK_FUNCTIONS[spec.kind], *arrays, dtype=out_type, meta=meta,
                          token=f"gompute-{spec.name}", spec=spec, p=p, backend=backend,
                          device=device)
@@ -355,7 +356,7 @@ def gather(spec: Spec, src: Any, idx: Any, out: Any = None, *, backend: str | No
         raise InvalidArgument(f"src: expected a 1-d dask array, got {src.ndim} dimensions "
                               "(pass src.ravel())")
     if out is None:
-        out = da.zeros(idx.shape, dtype=spec.T, chunks=idx.chunks)
+        out = da.zeros_like(idx, dtype=spec.T)  # idx's chunks and array type
     else:
         _check_dask_array(out, "out", spec.T)
         if out.shape != idx.shape:
@@ -366,7 +367,7 @@ def gather(spec: Spec, src: Any, idx: Any, out: Any = None, *, backend: str | No
     lo = 0
     for block, size in enumerate(src.chunks[0]):
         out = da.blockwise(_gather_part, index, out, index, idx, index, src.blocks[block], "z",
-                           dtype=spec.T, meta=np.empty((0,) * idx.ndim, dtype=spec.T),
+                           dtype=spec.T, meta=meta_from_array(out, dtype=spec.T),
                            concatenate=True, token=f"gompute-{spec.name}-{block}",
                            spec=spec, lo=lo, backend=backend, device=device)
         lo += size
