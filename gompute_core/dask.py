@@ -24,7 +24,6 @@ Needs ``pip install "gompute-core[dask]"``. See ``docs/dask.md``.
 
 from __future__ import annotations
 
-import inspect
 import math
 import threading
 from collections.abc import Callable
@@ -45,7 +44,7 @@ from .abi.params import params as params_class
 from .errors import InvalidArgument
 from .runtime import checks
 from .runtime.kernel import AutoKernel, Kernel
-from .specs import Spec, map_indexed
+from .specs import Spec, _positional_arity, map_indexed
 from .types import short_name, u64
 
 __all__ = ["map_blocks", "reduce", "gather", "worker_kernel", "close_worker_kernels",
@@ -151,7 +150,7 @@ def offset_spec(spec: Spec) -> tuple[Spec, type]:
 
             def shifted(x: Any, i: Any, q: Any) -> Any:
                 return fn(x, i + q.base, q.inner)
-        elif len(inspect.signature(fn).parameters) == 3:
+        elif _positional_arity(spec.name, "kernel function", fn) == 3:
             def shifted(x: Any, i: Any, q: Any) -> Any:
                 return fn(x, i + q.base, q)  # p is unused by a spec without params
         else:

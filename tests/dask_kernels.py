@@ -55,6 +55,16 @@ def index_only(x, i):
     return x ^ (i * g.u64(2654435761))
 
 
+def plus_index(x, i, p):
+    """map_indexed i64 taking ``p`` although the spec has no params (``p`` unused)."""
+    return x + g.i64(i)
+
+
+def stride_index(x, i, p):
+    """A second map_indexed with the params class of ``with_index``."""
+    return x - g.i64(i) * p.k
+
+
 def last_nonzero(a, b):
     """Associative and NOT commutative: the later non-zero value wins."""
     return b if b != 0 else a
@@ -75,6 +85,8 @@ halve_to = g.map_to("dask_halve", g.i32, g.f64, None, halve)
 weighted_zip = g.zip("dask_weighted", g.f32, g.i32, g.f64, Affine, weighted)
 indexed = g.map_indexed("dask_indexed", g.i64, Stride, with_index)
 indexed_plain = g.map_indexed("dask_indexed_plain", g.u64, None, index_only)
+indexed_unused_p = g.map_indexed("dask_indexed_unused_p", g.i64, None, plus_index)
+indexed_stride = g.map_indexed("dask_indexed_stride", g.i64, Stride, stride_index)
 total = g.sum("dask_total", g.i64)
 squares = g.sum("dask_squares", g.f64, None, square)
 smallest = g.min("dask_smallest", g.f32)

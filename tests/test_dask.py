@@ -98,6 +98,13 @@ def test_map_indexed_sees_global_indices(client):
     i = np.arange(N, dtype=np.int64)
     np.testing.assert_array_equal(got, x * 3 + i * i)
     np.testing.assert_array_equal(got, single(K.indexed, x.copy(), p))
+    # a second spec with the same params class, and one whose function ignores its p
+    both = client.compute([gd.map_blocks(K.indexed_stride, chunked(x), p=p),
+                           gd.map_blocks(K.indexed_unused_p, chunked(x))])
+    stride, unused_p = (fut.result() for fut in both)
+    np.testing.assert_array_equal(stride, x - i * 3)
+    np.testing.assert_array_equal(unused_p, x + i)
+    np.testing.assert_array_equal(unused_p, single(K.indexed_unused_p, x.copy()))
 
 
 def test_map_indexed_without_params_on_2d_rows(client):
