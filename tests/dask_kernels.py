@@ -80,6 +80,13 @@ def square(x):
     return x * x
 
 
+def worker_device():
+    """A ``device=`` function: called in the worker (the CPU backend has device 0)."""
+    import distributed
+
+    return 0 if distributed.get_worker().name is not None else 1
+
+
 affine_map = g.map("dask_affine", g.f32, Affine, affine)
 halve_to = g.map_to("dask_halve", g.i32, g.f64, None, halve)
 weighted_zip = g.zip("dask_weighted", g.f32, g.i32, g.f64, Affine, weighted)

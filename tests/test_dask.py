@@ -74,6 +74,15 @@ def test_map_equals_single_process_and_numpy(client):
     assert all(s.name != "dask_affine" for s, _, _ in gd._handles)
 
 
+def test_device_chosen_in_the_worker(client):
+    x = np.arange(N, dtype=np.float32)
+    p = K.Affine(scale=2, shift=1)
+    work = gd.map_blocks(K.affine_map, chunked(x), p=p, backend="cpu", device=K.worker_device)
+    np.testing.assert_array_equal(client.compute(work).result(), x * 2 + 1)
+    keys = client.run(lambda: [(s.name, b, d) for s, b, d in gd._handles])
+    assert any(("dask_affine", "cpu", 0) in found for found in keys.values())
+
+
 def test_map_to_and_zip(client):
     r = rng()
     a = r.integers(-999, 999, N).astype(np.float32) / 4
