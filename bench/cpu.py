@@ -169,17 +169,19 @@ def numpy_map(d: np.ndarray, s: np.float32) -> None:
     np.maximum(d, 0, out=d)
 
 
-def bandwidth_sweep(report: BenchReport, k_par: g.Kernel, p: Scale, s: np.float32) -> None:
-    """Map f32 in place, 2**12 .. 2**26: GB/s (read + write) of ours and each peer."""
-    bench = f"map f32 in place (scale_relu), {numba.get_num_threads()} threads"
+def bandwidth_sweep(report: BenchReport, k_ser: g.Kernel, p: Scale, s: np.float32) -> None:
+    """Map f32 in place, 2**12 .. 2**26, one thread: GB/s (read + write) of ours and of
+    each peer. Serial loops, so that a busy shared machine (threads waiting on each
+    other) does not decide the curve."""
+    bench = "map f32 in place (scale_relu), one thread"
     report.chart(bench, "elements", "GB/s (read + write)", log2_x=True)
     rng = np.random.default_rng(1)
     for e in range(12, 27, 2):
         data = rng.standard_normal(2 ** e, dtype=np.float32)
         inner = max(1, 2 ** 18 >> e)
-        t_hand, t_ours = pair(hand_map_par, (data, s), k_par.run, (data, p), inner=inner)
+        t_hand, t_ours = pair(hand_map, (data, s), k_ser.run, (data, p), inner=inner)
         t_numpy = best(numpy_map, data, s, seconds=0.2, inner=inner)
-        for series, t in (("ours (Kernel.run)", t_ours), ("numba prange hand loop", t_hand),
+        for series, t in (("ours (Kernel.run)", t_ours), ("numba hand loop", t_hand),
                           ("NumPy (two in-place ufuncs)", t_numpy)):
             report.add(bench, series, 2 ** e, 2 * data.nbytes / t / 1e9)
 
@@ -223,7 +225,7 @@ def main() -> None:
     row("run 1024 f32 end to end", "numba hand loop call",
         *pair(hand_map, (small, s), k_ser.run, (small, p), inner=2000), absolute=3e-6)
     if report.enabled:
-        bandwidth_sweep(report, k_par, p, s)
+        bandwidth_sweep(report, k_ser, p, s)
         for path in report.write():
             print(f"wrote {path}")
     for k in (k_ser, k_par, k_fused):

@@ -17,6 +17,7 @@ No target on a 2-core machine (the scheduler and the client share the cores).
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import platform
 import sys
@@ -43,8 +44,8 @@ def graph(n: int, chunks: int, backend: str, module: str) -> da.Array:
     """The lazy map-then-sum of ``arange(n) % 1000`` (chunks made by ``module``)."""
     size = -(-n // chunks)
     sizes = (size,) * (n // size) + ((n % size,) if n % size else ())
-    x = da.map_blocks(arange_mod, chunks=(sizes,), dtype=np.int64, module=module,
-                      meta=np.empty(0, np.int64) if module == "numpy" else None)
+    meta = importlib.import_module(module).empty(0, dtype=np.int64)
+    x = da.map_blocks(arange_mod, chunks=(sizes,), dtype=np.int64, module=module, meta=meta)
     device = None if backend == "cpu" else worker_ordinal
     y = gd.map_blocks(AFFINE, x, p=P, backend=backend, device=device)
     return gd.reduce(TOTAL, y, backend=backend, device=device)
