@@ -26,6 +26,7 @@ import numpy as np
 from numba import njit, prange
 
 import gompute_core as g
+from gompute_core.benchreport import BenchReport
 
 
 @g.params
@@ -161,7 +162,32 @@ def row(case: str, peer: str, t_peer: float, t_ours: float, target: float | None
           flush=True)
 
 
+def numpy_map(d: np.ndarray, s: np.float32) -> None:
+    """The NumPy way of the map, in place: ``d *= s`` then ``max(d, 0)``."""
+    with np.errstate(over="ignore"):
+        np.multiply(d, s, out=d)
+    np.maximum(d, 0, out=d)
+
+
+def bandwidth_sweep(report: BenchReport, k_ser: g.Kernel, p: Scale, s: np.float32) -> None:
+    """Map f32 in place, 2**12 .. 2**26, one thread: GB/s (read + write) of ours and of
+    each peer. Serial loops, so that a busy shared machine (threads waiting on each
+    other) does not decide the curve."""
+    bench = "map f32 in place (scale_relu), one thread"
+    report.chart(bench, "elements", "GB/s (read + write)", log2_x=True)
+    rng = np.random.default_rng(1)
+    for e in range(12, 27, 2):
+        data = rng.standard_normal(2 ** e, dtype=np.float32)
+        inner = max(1, 2 ** 18 >> e)
+        t_hand, t_ours = pair(hand_map, (data, s), k_ser.run, (data, p), inner=inner)
+        t_numpy = best(numpy_map, data, s, seconds=0.2, inner=inner)
+        for series, t in (("ours (Kernel.run)", t_ours), ("numba hand loop", t_hand),
+                          ("NumPy (two in-place ufuncs)", t_numpy)):
+            report.add(bench, series, 2 ** e, 2 * data.nbytes / t / 1e9)
+
+
 def main() -> None:
+    report = BenchReport.from_env("cpu")
     print(f"# host: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
           f"numba {numba.__version__} ({numba.config.THREADING_LAYER} layer, "
           f"{numba.get_num_threads()} threads), numpy {np.__version__}")
@@ -198,6 +224,10 @@ def main() -> None:
     small = rng.standard_normal(1024, dtype=np.float32)
     row("run 1024 f32 end to end", "numba hand loop call",
         *pair(hand_map, (small, s), k_ser.run, (small, p), inner=2000), absolute=3e-6)
+    if report.enabled:
+        bandwidth_sweep(report, k_ser, p, s)
+        for path in report.write():
+            print(f"wrote {path}")
     for k in (k_ser, k_par, k_fused):
         k.close()
 

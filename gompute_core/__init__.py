@@ -83,6 +83,12 @@ _LAZY: dict[str, str] = {
     "backends": "gompute_core.plugins.manager:backends",
 }
 
+# lazy names that need an optional extra: left out of __all__ so that ``import *`` works
+# without it
+_OPTIONAL: dict[str, str] = {
+    "dask": "gompute_core.dask:",  # pip install "gompute-core[dask]"
+}
+
 __all__ = [
     "AbiError", "AllocFailed", "BackendUnavailable", "CaptureFailed", "CompileFailed",
     "ContextFailed", "CopyFailed", "EventFailed", "GomputeError", "GomputeWarning",
@@ -94,7 +100,7 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    target = _LAZY.get(name)
+    target = _LAZY.get(name) or _OPTIONAL.get(name)
     if target is None:
         raise AttributeError(f"module 'gompute_core' has no attribute {name!r}")
     module_name, _, attr = target.partition(":")

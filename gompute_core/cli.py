@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import os
 import subprocess
 import sys
 import traceback
@@ -168,17 +169,50 @@ def _bench_dirs() -> list[Path]:
 
 
 def cmd_bench(args: argparse.Namespace, out: TextIO) -> int:
-    """Run ``bench/<target>.py`` from the repository, or say where the scripts live."""
+    """Run ``bench/<target>.py`` from the repository, or say where the scripts live.
+
+    With ``--out DIR`` the script's output is also saved as ``DIR/<target>.md``
+    (after the tables and next to the charts the script writes through
+    :class:`~gompute_core.benchreport.BenchReport`).
+    """
     for directory in _bench_dirs():
         script = directory / f"{args.target}.py"
         if script.is_file():
             print(f"running {script}", file=out)
             out.flush()
-            return subprocess.call([sys.executable, str(script), *args.rest])
+            command = [sys.executable, str(script), *args.rest]
+            if args.out is None:
+                return subprocess.call(command)
+            return _bench_to(Path(args.out), args.target, command, out)
     print(f"gompute bench: bench/{args.target}.py not found from {Path.cwd()}. The benchmark "
           "scripts live in the repository's bench/ folder (they are not installed with the "
           "package): run this command from a checkout.", file=out)
     return 1
+
+
+def _bench_to(folder: Path, target: str, command: list[str], out: TextIO) -> int:
+    """Run ``command`` with ``$GOMPUTE_BENCH_OUT=folder``, echo and save its output."""
+    from .benchreport import ENV_OUT
+
+    folder.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, ENV_OUT: str(folder)}
+    lines: list[str] = []
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          text=True, env=env) as proc:
+        assert proc.stdout is not None  # stdout=PIPE
+        for line in proc.stdout:
+            out.write(line)
+            out.flush()
+            lines.append(line)
+    table = folder / f"{target}.md"
+    head = table.read_text() if table.is_file() else f"# {target}\n"
+    table.write_text(f"{head}\n## output of `{' '.join(command[1:])}`\n\n```\n"
+                     f"{''.join(lines).rstrip()}\n```\n")
+    charts = sorted(p.name for p in folder.glob(f"{target}-*.png"))
+    print(f"wrote {table}" + (f" and {', '.join(charts)}" if charts else
+                              " (no charts: the script records no points, or matplotlib is "
+                              "missing: pip install 'gompute-core[plot]')"), file=out)
+    return proc.returncode
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -200,7 +234,11 @@ def build_parser() -> argparse.ArgumentParser:
     build.add_argument("--option", action="append", default=[],
                        help="extra compiler option (repeatable)")
     bench = sub.add_parser("bench", help="run the repository's benchmark script")
-    bench.add_argument("target", nargs="?", default="cpu", choices=("cpu", "cuda", "hip"))
+    bench.add_argument("target", nargs="?", default="cpu",
+                       choices=("cpu", "cuda", "hip", "dask_cpu"))
+    bench.add_argument("--out", metavar="DIR", default=None,
+                       help="write the table (markdown) and, with matplotlib, a PNG chart "
+                            "per benchmark to DIR")
     bench.add_argument("rest", nargs=argparse.REMAINDER, help="arguments for the script")
     return parser
 

@@ -9,6 +9,7 @@ is the host-side fold of reduce partials shared by every backend.
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import keyword
 import os
@@ -50,7 +51,9 @@ class Spec:
     ``A``/``B``/``Out`` (zip), ``Idx`` (gather, scatter). ``fn`` is the
     element function (map kinds), ``combine``/``identity``/``pre`` describe a
     reduce, ``preset`` names a built-in reduce (``"sum"``, ``"min"``, ...).
-    ``defined_at`` is the ``file:line`` of the constructor call.
+    ``defined_at`` is the ``file:line`` of the constructor call and
+    ``defined_in`` the name of the module that made it: a spec pickles by
+    reference to that module and its name (see :meth:`__reduce__`).
     """
 
     name: str
@@ -69,6 +72,7 @@ class Spec:
     pre: Callable[..., Any] | None = None
     preset: Preset | None = None
     defined_at: str = ""
+    defined_in: str = ""
     _ir: list[KernelIR] = field(default_factory=list, init=False, repr=False)
 
     @property
@@ -118,6 +122,28 @@ class Spec:
                 acc = T(combine(acc, x))
         return acc
 
+    def __reduce__(self) -> tuple[Any, tuple[str, str]]:
+        """Pickle by reference: the defining module and the spec's name.
+
+        Unpickling imports that module (which defines the spec again, as
+        importing it did here) and returns the spec registered under the name,
+        as pickle does for functions. A spec made in ``__main__`` cannot be
+        found by another process: ``InvalidArgument`` says so when pickling.
+        """
+        if self.defined_in in ("", "__main__"):
+            raise InvalidArgument(
+                f"spec {self.name!r} (defined at {self.defined_at}) cannot be pickled: it was "
+                f"made in {self.defined_in or 'an unknown module'!r}, which another process "
+                "(a Dask worker) cannot import; define it at the top level of an importable "
+                "module and import it from there")
+        return spec_by_reference, (self.defined_in, self.name)
+
+    def __copy__(self) -> Spec:
+        return self  # immutable: a copy is the spec itself
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Spec:
+        return self
+
     def __repr__(self) -> str:
         types = ", ".join(f"{r}={short_name(t)}" for r, t in self.value_types)
         p = self.params.__qualname__ if self.params is not None else "None"
@@ -130,15 +156,33 @@ def registered_spec(name: str) -> Spec | None:
     return _registry.get(name)
 
 
-def _caller() -> str:
-    """``file:line`` of the first frame outside this module."""
+def spec_by_reference(module: str, name: str) -> Spec:
+    """The spec ``name`` made by importing ``module`` (how a pickled spec is restored).
+
+    Raises ``InvalidArgument`` when importing ``module`` does not define it (a
+    spec made inside a function, or only under some condition).
+    """
+    spec = _registry.get(name)
+    if spec is None:
+        importlib.import_module(module)
+        spec = _registry.get(name)
+    if spec is None:
+        raise InvalidArgument(
+            f"spec {name!r} is not defined by importing {module!r} in this process (was it "
+            "made inside a function or under a condition?); make specs at the top level of "
+            "their module so that every process that unpickles them defines them on import")
+    return spec
+
+
+def _caller() -> tuple[str, str]:
+    """``file:line`` and module name of the first frame outside this module."""
     frame = sys._getframe(1)
     here = os.path.abspath(__file__)
     while frame is not None and os.path.abspath(frame.f_code.co_filename) == here:
         frame = frame.f_back
     if frame is None:
-        return "<unknown>"
-    return f"{frame.f_code.co_filename}:{frame.f_lineno}"
+        return "<unknown>", ""
+    return f"{frame.f_code.co_filename}:{frame.f_lineno}", frame.f_globals.get("__name__", "")
 
 
 def _where(fn: Any) -> str:
@@ -274,8 +318,9 @@ def _register(spec: Spec) -> Spec:
 
 
 def _new(ctor: str, name: Any, kind: Kind, block_size: Any, **fields: Any) -> Spec:
-    spec = Spec(name=_check_name(ctor, name), kind=kind,
-                block_size=_check_block(ctor, block_size), defined_at=_caller(), **fields)
+    defined_at, defined_in = _caller()
+    spec = Spec(name=_check_name(ctor, name), kind=kind, block_size=_check_block(ctor, block_size),
+                defined_at=defined_at, defined_in=defined_in, **fields)
     return _register(spec)
 
 
@@ -472,5 +517,6 @@ INDEX_TYPE = u64
 
 __all__ = [
     "Spec", "map", "map_fn", "map_to", "zip", "map_indexed", "reduce", "sum", "min", "max",
-    "any", "all", "gather", "scatter", "registered_spec", "specs_in", "INDEX_TYPE",
+    "any", "all", "gather", "scatter", "registered_spec", "spec_by_reference", "specs_in",
+    "INDEX_TYPE",
 ]

@@ -1,0 +1,38 @@
+"""Specs and chunk functions of ``bench/dask_cpu.py``, in a module the Dask workers import
+(specs pickle by reference to the module that made them; a script's ``__main__`` cannot
+be imported by a worker)."""
+
+import importlib
+
+import gompute_core as g
+
+
+@g.params
+class Affine:
+    """``x * a + b``."""
+
+    a: g.i64
+    b: g.i64
+
+
+def affine(x, p):
+    """The map: ``x * a + b`` (integers: the sum is exact, so results compare bit for bit)."""
+    return x * p.a + p.b
+
+
+AFFINE = g.map("dask_bench_affine", g.i64, Affine, affine)
+TOTAL = g.sum("dask_bench_total", g.i64)
+
+
+def arange_mod(block_info=None, module="numpy"):
+    """One chunk of ``arange(n) % 1000`` (i64), made where it runs with NumPy or CuPy."""
+    xp = importlib.import_module(module)
+    lo, hi = block_info[None]["array-location"][0]
+    return xp.arange(lo, hi, dtype=xp.int64) % 1000
+
+
+def worker_ordinal():
+    """The GPU of this worker: its index in the LocalCluster (worker names are 0, 1, ...)."""
+    import distributed
+
+    return int(distributed.get_worker().name)

@@ -1,0 +1,373 @@
+"""Scale-out on Dask: run a spec over the chunks of ``dask.array`` arrays.
+
+``map_blocks`` runs the elementwise kinds (map, map_indexed, map_to, zip) on
+every chunk, ``reduce`` runs a reduce (custom or preset) through
+``dask.array.reduction`` and ``gather`` gathers from a chunked source. Every
+chunk goes through ``Kernel.run`` with whatever array the chunk is (a NumPy
+array; a CuPy array where the backend takes device arrays), on a kernel
+handle opened once per worker process and kept (:func:`worker_kernel`).
+
+Results equal one ``Kernel.run`` over the whole array (the same bits for maps,
+map_indexed, gather and integer or custom reduces; float sums may round
+differently because partials are added in another order, as on any backend):
+
+* map_indexed sees each element's GLOBAL flat index: a chunk at flat offset
+  ``base`` runs a derived spec ``f(x, i + base, p)`` (see :func:`offset_spec`);
+* a reduce folds the per-chunk partials with the spec's combine in chunk
+  order (``Spec.fold``), so an associative, non-commutative combine gives the
+  single-process answer; empty chunks give the identity.
+
+Specs and params travel to workers by pickling: a spec by reference to the
+module that made it (``Spec.__reduce__``), params as their frozen dataclass.
+Needs ``pip install "gompute-core[dask]"``. See ``docs/dask.md``.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+import numpy as np
+
+try:
+    import dask.array as da
+    from dask.array.utils import meta_from_array
+    from dask.base import normalize_token
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise ImportError("gompute_core.dask needs Dask: pip install 'gompute-core[dask]' "
+                      "(dask[array] and distributed)") from exc
+
+from .abi.params import params as params_class
+from .errors import InvalidArgument
+from .runtime import checks
+from .runtime.kernel import AutoKernel, Kernel
+from .specs import Spec, _positional_arity, map_indexed
+from .types import short_name, u64
+
+__all__ = ["map_blocks", "reduce", "gather", "worker_kernel", "close_worker_kernels",
+           "offset_spec"]
+
+Device = int | Callable[[], int]
+"""A device ordinal, or a function a worker calls to get its ordinal."""
+
+_ELEMENTWISE_ARITY = {"map": 1, "map_indexed": 1, "map_to": 1, "zip": 2}
+_INPUT_ROLES = {"map": ("T",), "map_indexed": ("T",), "map_to": ("In",), "zip": ("A", "B")}
+
+
+
+@normalize_token.register(Spec)
+def _tokenize_spec(spec: Spec) -> tuple[str, str, str]:
+    """Dask's task key of a spec: its unique name and where it was made (not its functions)."""
+    return ("gompute-spec", spec.name, spec.defined_at)
+
+
+# ------------------------------------------------------------------ per-process kernel cache
+_handles: dict[tuple[Spec, str | None, int], tuple[Kernel, threading.Lock]] = {}
+_handles_lock = threading.Lock()
+
+
+def worker_kernel(spec: Spec, backend: str | None = None,
+                  device: Device | None = None) -> tuple[Kernel, threading.Lock]:
+    """The kernel handle of ``spec`` in this process and the lock that serialises its runs.
+
+    Opened on first use and kept: ``g.Kernel(spec, backend, device)``, or
+    ``g.AutoKernel(spec)`` (device 0) when ``backend`` is None. ``device`` may be
+    a function called here (in the worker) to pick the ordinal. A handle's
+    cached buffers are not safe for concurrent ``run`` calls, hence the lock.
+    """
+    ordinal = _ordinal(device)
+    key = (spec, backend, ordinal)
+    with _handles_lock:
+        entry = _handles.get(key)
+        if entry is None:
+            kernel = AutoKernel(spec) if backend is None else Kernel(spec, backend, ordinal)
+            entry = (kernel, threading.Lock())
+            _handles[key] = entry
+    return entry
+
+
+def close_worker_kernels() -> int:
+    """Close and forget every handle this process opened; returns how many."""
+    with _handles_lock:
+        entries = list(_handles.values())
+        _handles.clear()
+    for kernel, lock in entries:
+        with lock:
+            kernel.close()
+    return len(entries)
+
+
+def _ordinal(device: Device | None) -> int:
+    if device is None:
+        return 0
+    value = device() if callable(device) else device
+    return checks.count(value, "device")
+
+
+def _check_target(backend: str | None, device: Device | None) -> None:
+    if backend is not None and not isinstance(backend, str):
+        raise InvalidArgument(f"backend: expected a backend name or None, got {backend!r}")
+    if device is None:
+        return
+    if backend is None:
+        raise InvalidArgument("device: choosing a device needs backend= too (without a "
+                              "backend, g.AutoKernel uses each worker's device 0)")
+    if not callable(device):
+        checks.count(device, "device")
+
+
+def _run(spec: Spec, backend: str | None, device: Device | None, *args: Any) -> Any:
+    kernel, lock = worker_kernel(spec, backend, device)
+    with lock:
+        return kernel.run(*args)
+
+
+# ------------------------------------------------------------------ map_indexed offsets
+_offset_specs: dict[Spec, tuple[Spec, type]] = {}
+_offset_lock = threading.Lock()
+
+
+def offset_spec(spec: Spec) -> tuple[Spec, type]:
+    """A map_indexed spec computing ``spec.fn(x, i + q.base, q.inner)`` and its params class.
+
+    The kernel's ``i`` counts from 0 in every chunk; the derived spec adds the
+    chunk's global flat offset ``q.base`` (a ``u64``) so each element sees the
+    index it has in the whole array. The params class ``<P>AtBase`` holds
+    ``base`` and, when the spec has params, ``inner: P``. Made once per process
+    and registered as ``<name>_at_base``.
+    """
+    with _offset_lock:
+        found = _offset_specs.get(spec)
+        if found is not None:
+            return found
+        fn, P = spec.fn, spec.params
+        fields: dict[str, Any] = {"base": u64}
+        if P is not None:
+            fields["inner"] = P
+
+            def shifted(x: Any, i: Any, q: Any) -> Any:
+                return fn(x, i + q.base, q.inner)
+        elif _positional_arity(spec.name, "kernel function", fn) == 3:
+            def shifted(x: Any, i: Any, q: Any) -> Any:
+                return fn(x, i + q.base, q)  # p is unused by a spec without params
+        else:
+            def shifted(x: Any, i: Any, q: Any) -> Any:
+                return fn(x, i + q.base)
+        base_name = P.__name__ if P is not None else spec.name
+        Q = params_class(type(f"{base_name}AtBase", (), {
+            "__annotations__": fields, "__module__": __name__,
+            "__doc__": f"Chunk offset (and params) of {spec.name!r} under Dask."}))
+        derived = map_indexed(f"{spec.name}_at_base", spec.T, Q, shifted,
+                              block_size=spec.block_size)
+        _offset_specs[spec] = (derived, Q)
+        return derived, Q
+
+
+# ------------------------------------------------------------------ chunk functions
+def _map_chunk(data: Any, *, spec: Spec, p: Any, backend: str | None,
+               device: Device | None) -> Any:
+    out = data.copy()  # C-contiguous; a Dask chunk is never written in place
+    if out.size:
+        _run(spec, backend, device, out, p)
+    return out
+
+
+def _map_indexed_chunk(data: Any, *, spec: Spec, p: Any, backend: str | None,
+                       device: Device | None, block_info: dict[Any, Any] | None = None
+                       ) -> Any:
+    out = data.copy()
+    if out.size:
+        location = block_info[0]["array-location"]
+        shape = block_info[0]["shape"]
+        base = location[0][0] * math.prod(shape[1:]) if shape else 0
+        derived, Q = offset_spec(spec)
+        q = Q(base=base, inner=p) if spec.params is not None else Q(base=base)
+        _run(derived, backend, device, out, q)
+    return out
+
+
+def _map_to_chunk(inp: Any, *, spec: Spec, p: Any, backend: str | None,
+                  device: Device | None) -> Any:
+    inp = np.ascontiguousarray(inp)  # NumPy dispatches to CuPy for a CuPy chunk
+    out = np.empty_like(inp, dtype=spec.Out)
+    if inp.size:
+        _run(spec, backend, device, inp, out, p)
+    return out
+
+
+def _zip_chunk(a: Any, b: Any, *, spec: Spec, p: Any, backend: str | None,
+               device: Device | None) -> Any:
+    a, b = np.ascontiguousarray(a), np.ascontiguousarray(b)
+    out = np.empty_like(a, dtype=spec.Out)
+    if a.size:
+        _run(spec, backend, device, a, b, out, p)
+    return out
+
+
+_CHUNK_FUNCTIONS: dict[str, Callable[..., Any]] = {
+    "map": _map_chunk, "map_indexed": _map_indexed_chunk, "map_to": _map_to_chunk,
+    "zip": _zip_chunk,
+}
+
+
+def _reduce_chunk(data: Any, axis: Any, keepdims: bool, *, spec: Spec, p: Any,
+                  backend: str | None, device: Device | None) -> np.ndarray:
+    """One chunk's partial (``pre`` applied, then the spec's reduce), shape ``(1,)*ndim``."""
+    T = spec.T
+    if data.size == 0:
+        partial_value = T(spec.identity)
+    else:
+        partial_value = _run(spec, backend, device, np.ascontiguousarray(data), p)
+    return np.full((1,) * data.ndim, partial_value, dtype=T)
+
+
+def _fold_partials(partials: np.ndarray, axis: Any, keepdims: bool, *,
+                   spec: Spec) -> Any:
+    """Fold a block of partials (concatenated in chunk order) with ``Spec.fold``."""
+    value = spec.fold(np.asarray(partials, dtype=spec.T).reshape(-1))
+    if keepdims:
+        return np.full((1,) * partials.ndim, value, dtype=spec.T)
+    return value
+
+
+def _gather_part(out: Any, idx: Any, src: Any, *, spec: Spec, lo: int,
+                 backend: str | None, device: Device | None) -> Any:
+    """Gather the entries of ``idx`` that fall in ``[lo, lo + len(src))`` from ``src``."""
+    out = out.copy()
+    hi = lo + src.shape[0]
+    selected = (idx >= lo) & (idx < hi)
+    if selected.any():
+        local = np.ascontiguousarray(idx[selected] - spec.Idx(lo))  # in [0, len(src))
+        values = out[selected]
+        _run(spec, backend, device, np.ascontiguousarray(src), local, values)
+        out[selected] = values
+    return out
+
+
+# ------------------------------------------------------------------ public graph builders
+def _check_dask_array(arg: Any, role: str, dtype: Any) -> Any:
+    if not isinstance(arg, da.Array):
+        raise InvalidArgument(f"{role}: expected a dask.array.Array, got {type(arg).__name__} "
+                              "(wrap a NumPy array with dask.array.from_array(x, chunks=...))")
+    if np.dtype(arg.dtype) != np.dtype(dtype):
+        raise InvalidArgument(f"{role}: dtype {arg.dtype} does not match the spec's "
+                              f"{short_name(dtype)}; Gompute never casts silently (pass "
+                              f"{role}.astype(np.{np.dtype(dtype).name}))")
+    return arg
+
+
+def _check_flat_chunks(arr: Any, role: str, why: str) -> None:
+    """Chunks must be contiguous ranges of the flat (C-order) array: only axis 0 split."""
+    for axis, sizes in enumerate(arr.chunks[1:], start=1):
+        if len(sizes) > 1:
+            raise InvalidArgument(
+                f"{role}: axis {axis} is split into {len(sizes)} chunks; {why} needs every "
+                "chunk to be a contiguous range of the flattened array (split axis 0 only: "
+                f"{role}.rechunk({{{', '.join(f'{a}: -1' for a in range(1, arr.ndim))}}}))")
+
+
+def map_blocks(spec: Spec, *arrays: Any, p: Any = None, backend: str | None = None,
+               device: Device | None = None) -> Any:
+    """A lazy ``dask.array`` of ``spec`` applied to every chunk of ``arrays``.
+
+    map/map_indexed ``(data)``, map_to ``(inp)``, zip ``(a, b)``; the result has
+    the chunks of the (first) input (zip's ``b`` is rechunked like ``a``) and
+    dtype ``T`` or ``Out``; inputs are never modified. Each chunk runs through
+    ``Kernel.run`` on its worker, on ``backend``/``device`` (default:
+    ``g.AutoKernel``). map_indexed sees global flat indices (its input may be
+    split along axis 0 only).
+    """
+    if not isinstance(spec, Spec):
+        raise InvalidArgument(f"spec: expected a Spec (g.map, g.zip, ...), got {spec!r}")
+    arity = _ELEMENTWISE_ARITY.get(spec.kind)
+    if arity is None:
+        raise InvalidArgument(f"spec {spec.name!r} is a {spec.kind}; map_blocks runs map, "
+                              "map_indexed, map_to and zip (use gompute_core.dask.reduce / "
+                              "gather)")
+    if len(arrays) != arity:
+        raise InvalidArgument(f"map_blocks({spec.name!r}): a {spec.kind} takes {arity} "
+                              f"array(s), got {len(arrays)}")
+    roles = _INPUT_ROLES[spec.kind]
+    names = ("a", "b") if spec.kind == "zip" else ("data" if arity == 1 else "inp",)
+    for arr, role, name in zip(arrays, roles, names, strict=True):
+        _check_dask_array(arr, name, getattr(spec, role))
+    if spec.kind == "zip" and arrays[0].shape != arrays[1].shape:
+        raise InvalidArgument(f"b: shape {arrays[1].shape} does not match a's "
+                              f"{arrays[0].shape}; no truncation or broadcasting")
+    if spec.kind == "zip" and arrays[1].chunks != arrays[0].chunks:
+        arrays = (arrays[0], arrays[1].rechunk(arrays[0].chunks))
+    if spec.kind == "map_indexed":
+        _check_flat_chunks(arrays[0], "data", "map_indexed (global element indices)")
+    checks.params(p, spec.params, spec.name)
+    _check_target(backend, device)
+    out_type = spec.T if spec.kind in ("map", "map_indexed") else spec.Out
+    meta = meta_from_array(arrays[0], dtype=out_type)  # NumPy, or CuPy for CuPy chunks
+    return da.map_blocks(_CHUNK_FUNCTIONS[spec.kind], *arrays, dtype=out_type, meta=meta,
+                         token=f"gompute-{spec.name}", spec=spec, p=p, backend=backend,
+                         device=device)
+
+
+def reduce(spec: Spec, array: Any, p: Any = None, *, backend: str | None = None,
+           device: Device | None = None, split_every: int | None = None) -> Any:
+    """A lazy 0-d ``dask.array`` holding the reduce of every element of ``array``.
+
+    Each chunk's partial is ``Kernel.run`` of the spec (``pre`` applied); the
+    partials are folded with the spec's combine in chunk order (``Spec.fold``),
+    in a tree of ``split_every`` partials at a time. ``.compute()`` gives a
+    ``T`` scalar equal to the single-process run (float sums up to rounding).
+    A custom combine needs chunks that are contiguous in the flattened array
+    (axis 0 split only); presets accept any chunking.
+    """
+    if not isinstance(spec, Spec) or spec.kind != "reduce":
+        raise InvalidArgument(f"spec: expected a reduce spec (g.reduce, g.sum, ...), got "
+                              f"{spec!r}")
+    _check_dask_array(array, "data", spec.T)
+    if spec.preset is None:
+        _check_flat_chunks(array, "data", f"the custom combine of {spec.name!r} (folded in "
+                                          "element order)")
+    checks.params(p, spec.params, spec.name)
+    _check_target(backend, device)
+    chunk = partial(_reduce_chunk, spec=spec, p=p, backend=backend, device=device)
+    fold = partial(_fold_partials, spec=spec)
+    return da.reduction(array, chunk, fold, combine=fold, axis=None, keepdims=False,
+                        dtype=spec.T, split_every=split_every, concatenate=True,
+                        name=f"gompute-{spec.name}", meta=np.empty((), dtype=spec.T))
+
+
+def gather(spec: Spec, src: Any, idx: Any, out: Any = None, *, backend: str | None = None,
+           device: Device | None = None) -> Any:
+    """A lazy ``dask.array`` ``out`` with ``out[i] = src[idx[i]]`` (the chunks of ``idx``).
+
+    ``src`` is a 1-d dask array in any chunks; each task gathers, for one chunk
+    of ``idx`` and one chunk ``[lo, hi)`` of ``src``, only the indices in that
+    local range (shifted by ``lo``), so no task needs more than one chunk of
+    each. Indices outside ``[0, len(src))`` leave ``out[i]`` as it was: ``out``
+    (a dask array shaped and chunked like ``idx``) or zeros.
+    """
+    if not isinstance(spec, Spec) or spec.kind != "gather":
+        raise InvalidArgument(f"spec: expected a gather spec (g.gather), got {spec!r}")
+    _check_dask_array(src, "src", spec.T)
+    _check_dask_array(idx, "idx", spec.Idx)
+    if src.ndim != 1:
+        raise InvalidArgument(f"src: expected a 1-d dask array, got {src.ndim} dimensions "
+                              "(pass src.ravel())")
+    if out is None:
+        out = da.zeros_like(idx, dtype=spec.T)  # idx's chunks and array type
+    else:
+        _check_dask_array(out, "out", spec.T)
+        if out.shape != idx.shape:
+            raise InvalidArgument(f"out: shape {out.shape} does not match idx's {idx.shape}")
+        out = out.rechunk(idx.chunks)
+    _check_target(backend, device)
+    index = "".join(chr(ord("a") + axis) for axis in range(idx.ndim))
+    lo = 0
+    for block, size in enumerate(src.chunks[0]):
+        out = da.blockwise(_gather_part, index, out, index, idx, index, src.blocks[block], "z",
+                           dtype=spec.T, meta=meta_from_array(out, dtype=spec.T),
+                           concatenate=True, token=f"gompute-{spec.name}-{block}",
+                           spec=spec, lo=lo, backend=backend, device=device)
+        lo += size
+    return out
