@@ -14,6 +14,7 @@ from .errors import (
     AbiError,
     AllocFailed,
     BackendUnavailable,
+    CacheUnsafe,
     CaptureFailed,
     CompileFailed,
     ContextFailed,
@@ -90,7 +91,8 @@ _OPTIONAL: dict[str, str] = {
 }
 
 __all__ = [
-    "AbiError", "AllocFailed", "BackendUnavailable", "CaptureFailed", "CompileFailed",
+    "AbiError", "AllocFailed", "BackendUnavailable", "CacheUnsafe", "CaptureFailed",
+    "CompileFailed",
     "ContextFailed", "CopyFailed", "EventFailed", "GomputeError", "GomputeWarning",
     "GraphFailed", "InitFailed", "InvalidArgument", "KernelNotFound", "KernelSyntaxError",
     "LaunchFailed", "ModuleLoadFailed", "NoDevice", "SyncFailed", "Unsupported",

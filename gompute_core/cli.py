@@ -184,9 +184,11 @@ def cmd_bench(args: argparse.Namespace, out: TextIO) -> int:
             if args.out is None:
                 return subprocess.call(command)
             return _bench_to(Path(args.out), args.target, command, out)
-    print(f"gompute bench: bench/{args.target}.py not found from {Path.cwd()}. The benchmark "
-          "scripts live in the repository's bench/ folder (they are not installed with the "
-          "package): run this command from a checkout.", file=out)
+    scripts = sorted({p.stem for d in _bench_dirs() if d.is_dir() for p in d.glob("*.py")})
+    found = f" (found: {', '.join(scripts)})" if scripts else ""
+    print(f"gompute bench: bench/{args.target}.py not found from {Path.cwd()}{found}. The "
+          "benchmark scripts live in the repository's bench/ folder (they are not installed "
+          "with the package): run this command from a checkout.", file=out)
     return 1
 
 
@@ -235,7 +237,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="extra compiler option (repeatable)")
     bench = sub.add_parser("bench", help="run the repository's benchmark script")
     bench.add_argument("target", nargs="?", default="cpu",
-                       choices=("cpu", "cuda", "hip", "dask_cpu"))
+                       help="the script bench/TARGET.py of a checkout (cpu, cuda, raw, "
+                            "dask_cpu, startup, ...; default cpu)")
     bench.add_argument("--out", metavar="DIR", default=None,
                        help="write the table (markdown) and, with matplotlib, a PNG chart "
                             "per benchmark to DIR")
