@@ -278,11 +278,12 @@ class PyBackend:
     def __init__(self, name: str = "pytest", *, priority: int = 50, available: bool = True,
                  reason: str = "", compile_error: str = "", api_version: int = PLUGIN_API_VERSION,
                  probe_error: str = "", unsupported_types: tuple[str, ...] = (),
-                 host_memory: bool = True) -> None:
+                 host_memory: bool = True, devices: int = 1) -> None:
         self.name, self.priority, self.available, self.reason = name, priority, available, reason
         self.compile_error, self.api_version = compile_error, api_version
         self.probe_error, self.unsupported_types = probe_error, unsupported_types
         self.device_class = PyDevice if host_memory else PackedPyDevice
+        self.devices = devices
         self.probes = 0
         self.compiles = 0
 
@@ -298,8 +299,9 @@ class PyBackend:
             raise RuntimeError(self.probe_error)
         if not self.available:
             return Availability(self.name, False, reason=self.reason)
-        return Availability(self.name, True, devices=(DeviceInfo(0, "python", "py1"),),
-                            compiler="python")
+        return Availability(self.name, True, compiler="python",
+                            devices=tuple(DeviceInfo(i, "python", "py1")
+                                          for i in range(self.devices)))
 
     @hookimpl
     def gompute_compiler(self) -> PyCompiler:

@@ -99,7 +99,7 @@ class ArgBuffer:
     that call a host function instead of a driver (the CPU).
     """
 
-    __slots__ = ("layout", "data", "address", "size", "values", "params", "_pack_leading",
+    __slots__ = ("layout", "data", "address", "size", "values", "params", "pack_into",
                  "_pinned")
 
     def __init__(self, layout: ArgLayout) -> None:
@@ -111,11 +111,12 @@ class ArgBuffer:
         self.size = layout.size
         self.values: tuple[object, ...] = ()
         self.params: object = None
-        self._pack_leading = struct.Struct(layout.leading_format()).pack_into
+        self.pack_into = struct.Struct(layout.leading_format()).pack_into
+        """``pack_into(data, 0, *leading)``: the leading slots' ``struct`` packer."""
 
     def pack(self, *leading: int) -> None:
         """Write the leading arguments (device addresses and counts, in entry order)."""
-        self._pack_leading(self.data, 0, *leading)
+        self.pack_into(self.data, 0, *leading)
 
     def set_params(self, packed: bytes) -> None:
         """Write the params struct's bytes (ignored when the entry takes no params)."""

@@ -12,12 +12,17 @@ user can see (page-locked memory is a limited resource), hence the budget.
 
 from __future__ import annotations
 
+import ctypes
 import os
+import sys
 import threading
 import weakref
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
+
+from ..errors import InvalidArgument
 
 PIN_MIN_BYTES = 1 << 20
 """Host arrays smaller than this are staged, not page-locked."""
@@ -82,3 +87,31 @@ class HostPinning:
         for ptr, (_, fin) in pinned.items():
             fin.detach()
             self._unregister(ptr)
+
+
+class _HostBlock:
+    """One block of page-locked host memory; ``free(addr)`` runs when the last array viewing
+    it is collected (from whatever thread: ``free`` must not depend on the caller's)."""
+
+    def __init__(self, addr: int, free: Callable[[int], None]) -> None:
+        self.addr, self._free = addr, free
+
+    def __del__(self) -> None:
+        if not sys.is_finalizing():
+            self._free(self.addr)
+
+
+def pinned_array(alloc: Callable[[int], int], free: Callable[[int], None], shape: Any,
+                 dtype: Any = np.uint8) -> np.ndarray:
+    """A NumPy array of ``shape``/``dtype`` over host memory from ``alloc(nbytes) -> addr``
+    (a driver's page-locked allocation), released with ``free(addr)`` when the array and
+    every view of it are gone."""
+    dt = np.dtype(dtype)
+    count = int(np.prod(shape, dtype=np.int64))
+    if count < 0:
+        raise InvalidArgument(f"pinned: negative shape {shape!r}")
+    nbytes = max(count * dt.itemsize, 1)
+    block = _HostBlock(alloc(nbytes), free)
+    raw = (ctypes.c_ubyte * nbytes).from_address(block.addr)
+    raw._gompute_block = block  # type: ignore[attr-defined]  # the array's base keeps it alive
+    return np.frombuffer(raw, dtype=np.uint8)[:count * dt.itemsize].view(dt).reshape(shape)

@@ -36,7 +36,7 @@ step() {  # step NAME LOG COMMAND...: run, log, record the exit status
 
 if [ -n "$carry" ]; then
   site="$(mktemp -d)"
-  step unpack setup.log bash -c "cd '$site' && unzip -q '$(realpath "$carry")/hip-python-min.zip' \
+  step unpack setup.log bash -c "$PY -m zipfile -e '$(realpath "$carry")/hip-python-min.zip' '$site' \
     && $PY -m pip install -q --no-index --no-deps --no-compile --target '$site' \
        '$(realpath "$carry")'/pyelftools-*.whl"
   export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}"

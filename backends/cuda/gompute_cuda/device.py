@@ -217,5 +217,10 @@ class CudaDevice(Device):
             cuda().Context.pop()
             self.main_pushed = False
 
+    @property
+    def closed(self) -> bool:
+        """True after :meth:`close` (the primary context was released)."""
+        return self._closed
+
     def __repr__(self) -> str:
         return f"<CudaDevice {self.ordinal}: {self.name} ({self.arch})>"

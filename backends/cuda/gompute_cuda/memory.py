@@ -7,14 +7,16 @@ Every check (bounds, freed buffers, host arrays, streams) is the core's
 
 from __future__ import annotations
 
+import ctypes
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from gompute_core.backend import Buffer
+from gompute_core.backend.pinning import pinned_array
 from gompute_core.errors import AllocFailed, CopyFailed
 
-from .driver import cuda, guarded
+from .driver import check, cuda, guarded, libcuda
 
 if TYPE_CHECKING:
     from .device import CudaDevice
@@ -69,7 +71,31 @@ class CudaBuffer(Buffer):
             alloc.free()
 
 
+CU_MEMHOSTALLOC_PORTABLE = 1
+
+
 def pinned_empty(device: CudaDevice, shape: Any, dtype: Any) -> np.ndarray:
-    """A page-locked host array (fast, truly asynchronous transfers)."""
-    with guarded(AllocFailed, "cuda: allocating pinned host memory", device):
-        return cuda().pagelocked_empty(shape, dtype)
+    """A page-locked host array (fast, truly asynchronous transfers), allocated with
+    ``cuMemHostAlloc`` and freed with the device's context pushed, from whatever thread
+    drops the last reference (pycuda's own page-locked arrays cannot be freed from a
+    thread other than the one that allocated them)."""
+
+    def alloc(nbytes: int) -> int:
+        ptr = ctypes.c_void_p()
+        with guarded(AllocFailed, "cuda: allocating pinned host memory", device):
+            check(libcuda().cuMemHostAlloc(ctypes.byref(ptr), ctypes.c_size_t(nbytes),
+                                           CU_MEMHOSTALLOC_PORTABLE),
+                  AllocFailed, f"cuda: cuMemHostAlloc({nbytes})")
+        return int(ptr.value or 0)
+
+    def free(addr: int) -> None:
+        if device.closed:
+            return  # the context and everything allocated in it are gone
+        pop = device.enter()
+        try:
+            libcuda().cuMemFreeHost(ctypes.c_void_p(addr))
+        finally:
+            if pop:
+                cuda().Context.pop()
+
+    return pinned_array(alloc, free, shape, dtype)

@@ -7,13 +7,13 @@ Every check (bounds, freed buffers, host arrays, streams) is the core's
 
 from __future__ import annotations
 
-import ctypes
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from gompute_core.backend import Buffer
-from gompute_core.errors import AllocFailed, CopyFailed, InvalidArgument
+from gompute_core.backend.pinning import pinned_array
+from gompute_core.errors import AllocFailed, CopyFailed
 
 from .errors import check
 
@@ -82,27 +82,12 @@ class HipBuffer(Buffer):
             check(self.device.hip.hipFree(self.addr), "hipFree", AllocFailed)
 
 
-class _PinnedAllocation:
-    """Owns one ``hipHostMalloc`` block; freed when the last array viewing it goes away."""
-
-    def __init__(self, device: HipDevice, nbytes: int) -> None:
-        self.hip = device.hip
-        device.make_current()
-        self.addr = int(check(device.hip.hipHostMalloc(nbytes, 0), f"hipHostMalloc({nbytes})",
-                              AllocFailed))
-
-    def __del__(self) -> None:
-        self.hip.hipHostFree(self.addr)
-
-
 def pinned_empty(device: HipDevice, shape: Any, dtype: Any = np.uint8) -> np.ndarray:
     """A page-locked host array (``hipHostMalloc``), so async copies really overlap."""
-    dt = np.dtype(dtype)
-    count = int(np.prod(shape, dtype=np.int64))
-    if count < 0:
-        raise InvalidArgument(f"pinned: negative shape {shape!r}")
-    nbytes = max(count * dt.itemsize, 1)
-    owner = _PinnedAllocation(device, nbytes)
-    raw = (ctypes.c_ubyte * nbytes).from_address(owner.addr)
-    raw._owner = owner  # type: ignore[attr-defined]  # the array's base keeps it alive
-    return np.frombuffer(raw, dtype=np.uint8)[: count * dt.itemsize].view(dt).reshape(shape)
+
+    def alloc(nbytes: int) -> int:
+        device.make_current()
+        return int(check(device.hip.hipHostMalloc(nbytes, 0), f"hipHostMalloc({nbytes})",
+                         AllocFailed))
+
+    return pinned_array(alloc, device.hip.hipHostFree, shape, dtype)
