@@ -13,8 +13,6 @@ from __future__ import annotations
 import ctypes
 import threading
 import warnings
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any, NoReturn
 
 from gompute_core.errors import (
@@ -99,19 +97,31 @@ def translate(exc: BaseException, cls: type[GomputeError], what: str) -> NoRetur
     raise cls(f"{what}: {exc} (CUresult {code})") from None
 
 
-@contextmanager
-def guarded(cls: type[GomputeError], what: str, device: Any = None) -> Iterator[None]:
-    """Run driver calls with ``device``'s context current (when given); pycuda errors
-    become ``cls``; success clears the last driver error."""
-    pop = device.enter() if device is not None else False
-    try:
-        yield
-    except cuda().Error as exc:
-        translate(exc, cls, what)
-    finally:
-        if pop:
+class guarded:  # noqa: N801 - used as a context manager, like contextlib's
+    """``with guarded(cls, what, device):`` runs driver calls with ``device``'s context
+    current (when given); pycuda errors become ``cls``; success clears the last driver
+    error. A class, not a generator: it is on every transfer's path."""
+
+    __slots__ = ("cls", "what", "device", "pop")
+
+    def __init__(self, cls: type[GomputeError], what: str, device: Any = None) -> None:
+        self.cls, self.what, self.device = cls, what, device
+
+    def __enter__(self) -> None:
+        self.pop = self.device.enter() if self.device is not None else False
+
+    def __exit__(self, kind: Any, exc: BaseException | None, tb: Any) -> bool:
+        if self.pop:
             cuda().Context.pop()
-    clear_last_driver_error()
+        if exc is None:
+            _clear_last_error()
+            return False
+        if isinstance(exc, cuda().Error):
+            translate(exc, self.cls, self.what)
+        return False
+
+
+_clear_last_error = clear_last_driver_error
 
 
 def check(code: int, cls: type[GomputeError], what: str) -> None:
