@@ -214,7 +214,7 @@ def test_launch_with_a_larger_block_is_rejected_not_wrong() -> None:
         dev.synchronize()
 
 
-def test_device_fault_surfaces_at_synchronize() -> None:
+def test_device_fault_surfaces_at_synchronize(tmp_path) -> None:
     code = textwrap.dedent("""
         import numpy as np, gompute_core as g
         def add_one(x):
@@ -228,6 +228,8 @@ def test_device_fault_surfaces_at_synchronize() -> None:
         except g.SyncFailed as exc:
             print("SYNCFAILED", g.last_driver_error(), exc)
     """)
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+    script = tmp_path / "fault.py"  # kernel functions need source: not ``python -c``
+    script.write_text(code)
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
                           timeout=120)
     assert "SYNCFAILED ('hip'," in proc.stdout, proc.stdout + proc.stderr

@@ -3,8 +3,11 @@
 The launcher passes the core's :class:`~gompute_core.backend.ArgBuffer` whole
 through ``HIP_LAUNCH_PARAM_BUFFER_POINTER`` (its layout equals the
 compiler's kernarg layout: the tests compare it with every conformance
-kernel's code-object metadata). The AMDGPU kernarg segment is the explicit
-arguments rounded up to 4 bytes.
+kernel's code-object metadata). The size passed is the explicit arguments'
+exact extent, not the metadata's segment size (rounded up to 4 bytes): the
+buffer holds exactly that many meaningful bytes, and the HIP-on-CUDA fixture
+showed the rounded size refused (``hipErrorLaunchOutOfResources`` on every
+kernel whose params end in a 1- or 2-byte field, as CUDA checks the size).
 """
 
 from __future__ import annotations
@@ -52,7 +55,7 @@ class HipLauncher:
                  args: ArgBuffer) -> None:
         self.device, self.function, self.name, self.block = device, function, name, block
         hip = device.hip
-        self._size = ctypes.c_size_t(args.layout.padded_size(4))
+        self._size = ctypes.c_size_t(args.size)
         self._extra = (ctypes.c_void_p * 5)(
             int(hip.HIP_LAUNCH_PARAM_BUFFER_POINTER), args.address,
             int(hip.HIP_LAUNCH_PARAM_BUFFER_SIZE), ctypes.addressof(self._size),
