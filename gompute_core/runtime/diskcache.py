@@ -11,9 +11,10 @@ disk, a path under a regular file) is not an error: the backend compiles in
 memory and says so once per process with a :class:`GomputeWarning`.
 
 :class:`DiskCache` (CUDA, HIP) keeps one file per key. The key is the sha256 of
-its parts, which name the compiler, its version, the target arch, the options
-and the KernelIR digest (plus the renderer's version), so a change in any of
-them misses. A file is a one-line JSON header (the artifact's fields, the
+its parts, which name the backend, the compiler and its version, the target
+arch, the options, the sha256 of the rendered source and the KernelIR digest
+(:func:`gompute_core.backend.compiler.cache_key`), so a change in any of them
+misses. A file is a one-line JSON header (the artifact's fields, the
 payload's sha256 and the lengths of the image and source) followed by the image
 and the source bytes. Writes go to a temporary file in the same folder, then
 ``os.replace``: readers never see half a file. Reads check the sha256 before
@@ -207,9 +208,9 @@ def write_atomically(path: Path, data: bytes) -> None:
 class CompileCache:
     """Two levels for a compiler: this process's memory, then a :class:`DiskCache`.
 
-    Backends call :meth:`get_or_build` with their key (compiler, version,
-    arch, options, IR digest, ...) and a function that renders and compiles;
-    the function runs only when neither level has the artifact.
+    The core's :func:`~gompute_core.backend.compiler.compile_kernel` calls
+    :meth:`get_or_build` with the key and a function that compiles; the
+    function runs only when neither level has the artifact.
     """
 
     def __init__(self, namespace: str) -> None:

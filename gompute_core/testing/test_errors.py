@@ -2,7 +2,7 @@
 
 Wrong dtype, wrong length, a non-array, a non-contiguous view and the wrong
 params object are each an ``InvalidArgument`` (also a ``ValueError``) whose
-message names the offending argument as DESIGN.md's ``run`` signatures do
+message names the offending argument as the ``run`` signatures name it
 (``data``, ``inp``, ``out``, ``a``, ``b``, ``src``, ``idx``, ``p``). A spec
 over a type the backend declares unsupported is refused with ``Unsupported``.
 """
