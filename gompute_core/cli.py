@@ -237,8 +237,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="extra compiler option (repeatable)")
     bench = sub.add_parser("bench", help="run the repository's benchmark script")
     bench.add_argument("target", nargs="?", default="cpu",
-                       help="the script bench/TARGET.py of a checkout (cpu, cuda, raw, "
-                            "dask_cpu, startup, ...; default cpu)")
+                       help="the script bench/TARGET.py of a checkout (cpu, cuda, "
+                            "dask_cpu, ...; default cpu)")
     bench.add_argument("--out", metavar="DIR", default=None,
                        help="write the table (markdown) and, with matplotlib, a PNG chart "
                             "per benchmark to DIR")

@@ -13,9 +13,12 @@ A backend's device subclasses :class:`Device` and implements:
 Optional, each declared in ``capabilities`` when present: ``create_stream``
 and ``create_event`` (``"streams"``, ``"events"``), graph capture on streams
 (``"graphs"``), ``pinned``/``pin`` (``"pinned_memory"``: page-locked host
-memory, so async copies really overlap), ``borrow`` (``"host_memory"``: the
-device computes on host memory, so ``run`` hands it the user's arrays with
-no copy). A missing capability raises ``Unsupported`` naming it.
+memory, so async copies really overlap), ``borrow`` (``"host_memory"``: a
+buffer viewing a host array). A missing capability raises ``Unsupported``
+naming it. A device whose launcher calls a host function on host memory
+sets ``packs_arguments = False`` and implements ``host_array(buf, dtype)``:
+the core then hands it typed arrays instead of packed addresses, and ``run``
+launches on the caller's own arrays with no copy.
 """
 
 from __future__ import annotations

@@ -2,8 +2,9 @@
 
 Three ways, chosen per call from what the device declares:
 
-* **host memory** (the CPU; any device that computes on host memory): the
-  launch gets the caller's (already validated) arrays; nothing is copied.
+* **host memory** (a device with ``packs_arguments = False``, whose launcher
+  calls a host function: the CPU, the reference backend): the launch gets the
+  caller's (already validated) arrays; nothing is copied.
 * **pipelined** (a device with ``"streams"`` whose ``pin`` page-locks the
   caller's arrays): the arrays are cut into chunks of 1-8 MiB; each chunk's
   upload, launch and download go on one of two streams in turn, so the
