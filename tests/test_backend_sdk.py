@@ -327,3 +327,29 @@ def test_masked_arrays_and_matrices_are_refused(tmp_path: Any) -> None:
             k.run(np.asmatrix(np.zeros((2, 2))))
         mm = np.memmap(tmp_path / "m.bin", dtype=np.float64, mode="w+", shape=(4,))
         np.testing.assert_array_equal(k.run(mm), np.ones(4))
+
+
+@g.params
+class Table:
+    weights: g.Array[g.f32, 300]
+
+
+def weigh(x, p):
+    return x * p.weights[0]
+
+
+def test_arguments_past_the_device_limit_are_refused_before_compiling(
+        registry: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pybackend import PackedPyDevice
+
+    ref = PyBackend("pyref", host_memory=False)
+    manager.register(ref)
+    monkeypatch.setattr(PackedPyDevice, "max_argument_bytes", 1024)
+    spec = g.map(uname(), g.f32, Table, weigh)
+    with pytest.raises(InvalidArgument, match=r"take 1216 bytes .*at most 1024 bytes"):
+        g.Kernel(spec, "pyref")
+    assert ref.compiles == 0
+    monkeypatch.setattr(PackedPyDevice, "max_argument_bytes", 4096)
+    with g.Kernel(spec, "pyref") as k:
+        p = Table(weights=[2.0] * 300)
+        np.testing.assert_array_equal(k.run(np.ones(4, np.float32), p), [2, 2, 2, 2])

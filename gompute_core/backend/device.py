@@ -33,7 +33,7 @@ import numpy as np
 from ..errors import AllocFailed, InvalidArgument, ModuleLoadFailed, Unsupported
 from ..ir.kernel import KernelIR
 from ..plugins.records import Artifact
-from .args import ArgBuffer
+from .args import ArgBuffer, arg_layout
 from .buffer import Buffer
 
 if TYPE_CHECKING:
@@ -84,6 +84,8 @@ class Device(ABC):
     #: False for a backend whose launcher reads ``args.values``/``args.params`` (host calls)
     #: rather than the packed bytes; the core then skips packing.
     packs_arguments: ClassVar[bool] = True
+    #: most bytes of kernel arguments one launch may pass (None: no limit)
+    max_argument_bytes: int | None = None
     ordinal: int
     arch: str
     name: str = ""
@@ -173,6 +175,19 @@ class Device(ABC):
             raise ModuleLoadFailed(f"{self.backend}: cannot load an artifact of backend "
                                    f"{artifact.backend!r} ({artifact.entry!r})")
         return KernelProgram(self, artifact, kernel)
+
+    def check_arguments(self, kernel: KernelIR) -> None:
+        """``InvalidArgument`` when ``kernel``'s entry arguments (pointers, counts and the
+        params struct) exceed what one launch of this device may pass."""
+        limit = self.max_argument_bytes
+        size = arg_layout(kernel).size
+        if limit is not None and size > limit:
+            params = kernel.params.name if kernel.params is not None else "none"
+            raise InvalidArgument(
+                f"{kernel.name}: its arguments take {size} bytes (params struct {params}); "
+                f"{self.backend} device {self.ordinal} passes at most {limit} bytes per launch "
+                "(move large tables into a buffer and pass it to a raw kernel, or shrink the "
+                "params)")
 
     def has(self, capability: str) -> bool:
         """True when the device declares ``capability`` (see :data:`CAPABILITIES`)."""

@@ -78,6 +78,7 @@ class Kernel:
             raise Unsupported(f"{spec.name}: {gap}")
         kir = spec.lower()
         device = manager.open_device(backend, ordinal)
+        device.check_arguments(kir)  # before compiling: the driver would refuse the launch
         artifact = find_prebuilt(kir, backend, device.arch, artifact_dir)
         if artifact is None:
             artifact = manager.compile_artifact(

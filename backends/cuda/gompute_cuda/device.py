@@ -66,6 +66,9 @@ class CudaDevice(Device):
         self.sm_count = self._dev.get_attribute(attr.MULTIPROCESSOR_COUNT)
         self.max_threads_per_sm = self._dev.get_attribute(attr.MAX_THREADS_PER_MULTIPROCESSOR)
         self.memory_bytes = self._dev.total_memory()
+        # 32,764 bytes of kernel arguments from CUDA 12.1 on Volta and later; 4 KiB before
+        self.max_argument_bytes = 32764 if major >= 7 and drv.get_driver_version() >= 12010 \
+            else 4096
         self._modules: dict[str, Any] = {}
         self._cmodules: dict[str, ctypes.c_void_p] = {}
         self._pinning = HostPinning(self._register_host, self._unregister_host)

@@ -105,6 +105,7 @@ class HipDevice(Device):
         self.name = info.name
         self.arch = info.arch  # e.g. "gfx90a:sramecc+:xnack-", as hiprtc's --offload-arch takes it
         self.memory_bytes = info.memory_bytes
+        self.max_argument_bytes = 4096  # HIP's documented kernel-argument limit
         self.make_current()
         attr = self.hip.hipDeviceAttribute_t.hipDeviceAttributeMultiprocessorCount
         self.multiprocessors = int(check(self.hip.hipDeviceGetAttribute(attr, ordinal),
