@@ -17,6 +17,8 @@ import tempfile
 import time
 
 import numpy as np
+from benchkit import Affine, add_one, affine
+from benchkit import events_median as _events
 
 # this file is named cuda.py: keep its folder off the path so `import cuda` (CuPy) works
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != os.path.dirname(
@@ -24,35 +26,6 @@ sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != os.path.dirna
 
 import gompute_core as g  # noqa: E402
 from gompute_core.plugins import manager  # noqa: E402
-
-
-@g.params
-class Affine:
-    a: g.f32
-    b: g.f32
-
-
-def affine(x, p: Affine):
-    return x * p.a + p.b
-
-
-def add_one(x):
-    return x + 1
-
-
-def _events(dev, fn, reps: int = 10) -> float:
-    """Median seconds of ``fn()`` on the device stream, by CUDA events."""
-    start, stop = dev.create_event(), dev.create_event()
-    fn()
-    dev.synchronize()
-    times = []
-    for _ in range(reps):
-        start.record()
-        fn()
-        stop.record()
-        stop.synchronize()
-        times.append(stop.elapsed_us(start) * 1e-6)
-    return statistics.median(times)
 
 
 def _wall(fn, reps: int = 7) -> float:

@@ -12,40 +12,13 @@ fixture in ``tests/hip_on_cuda``):  python bench/hip.py [--out FILE.md]
 from __future__ import annotations
 
 import argparse
-import statistics
 import time
+
+from benchkit import Affine, add_one, affine
+from benchkit import events_median as _events
 
 import gompute_core as g
 from gompute_core.plugins import manager
-
-
-@g.params
-class Affine:
-    a: g.f32
-    b: g.f32
-
-
-def affine(x, p: Affine):
-    return x * p.a + p.b
-
-
-def add_one(x):
-    return x + 1
-
-
-def _events(dev, fn, reps: int = 10) -> float:
-    """Median seconds of ``fn()`` on the device's stream, by the backend's events."""
-    start, stop = dev.create_event(), dev.create_event()
-    fn()
-    dev.synchronize()
-    times = []
-    for _ in range(reps):
-        start.record()
-        fn()
-        stop.record()
-        stop.synchronize()
-        times.append(stop.elapsed_us(start) * 1e-6)
-    return statistics.median(times)
 
 
 def _launch_us(backend: str, reps: int = 20000) -> float:

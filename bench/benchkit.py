@@ -1,0 +1,38 @@
+"""What the GPU benchmark scripts share: the kernels they time and the event timer."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable
+from typing import Any
+
+import gompute_core as g
+
+
+@g.params
+class Affine:
+    a: g.f32
+    b: g.f32
+
+
+def affine(x, p: Affine):
+    return x * p.a + p.b
+
+
+def add_one(x):
+    return x + 1
+
+
+def events_median(dev: Any, fn: Callable[[], Any], reps: int = 10) -> float:
+    """Median seconds of ``fn()`` on ``dev``'s default stream, timed by the backend's events."""
+    start, stop = dev.create_event(), dev.create_event()
+    fn()
+    dev.synchronize()
+    times = []
+    for _ in range(reps):
+        start.record()
+        fn()
+        stop.record()
+        stop.synchronize()
+        times.append(stop.elapsed_us(start) * 1e-6)
+    return statistics.median(times)
