@@ -12,13 +12,19 @@ fixture in ``tests/hip_on_cuda``):  python bench/hip.py [--out FILE.md]
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 import time
 
 from benchkit import Affine, add_one, affine
 from benchkit import events_median as _events
 
-import gompute_core as g
-from gompute_core.plugins import manager
+# this file is named hip.py: keep its folder off the path so `import hip` (hip-python) works
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != os.path.dirname(
+    os.path.abspath(__file__))]
+
+import gompute_core as g  # noqa: E402
+from gompute_core.plugins import manager  # noqa: E402
 
 
 def _launch_us(backend: str, reps: int = 20000) -> float:
