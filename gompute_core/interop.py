@@ -80,12 +80,13 @@ class Exports:
     def _export_view(self) -> tuple[Buffer, np.dtype, tuple[int, ...]]:
         raise NotImplementedError
 
-    def _exporting(self, what: str) -> tuple[Buffer, np.dtype, tuple[int, ...], int]:
+    def _exporting(self, what: str, missing: type[Exception] = BufferError
+                   ) -> tuple[Buffer, np.dtype, tuple[int, ...], int]:
         buf, dtype, shape = self._export_view()
         kind = device_type(buf.device)
         if kind is None:
-            raise AttributeError(f"{what}: backend {buf.device.backend!r} declares no DLPack "
-                                 "device type")
+            raise missing(f"{what}: backend {buf.device.backend!r} declares no DLPack device "
+                          "type")
         buf._live(what)
         return buf, dtype, shape, kind
 
@@ -122,7 +123,8 @@ class Exports:
     @property
     def __cuda_array_interface__(self) -> dict[str, Any]:
         """CUDA Array Interface v3 (CUDA devices only); ``stream`` is the device's."""
-        buf, dtype, shape, kind = self._exporting("__cuda_array_interface__")
+        buf, dtype, shape, kind = self._exporting("__cuda_array_interface__",
+                                                   AttributeError)
         if kind not in (dlpack.KDL_CUDA, dlpack.KDL_CUDA_MANAGED):
             raise AttributeError("__cuda_array_interface__: not CUDA memory")
         device = buf.device
@@ -132,7 +134,7 @@ class Exports:
     @property
     def __array_interface__(self) -> dict[str, Any]:
         """NumPy's array interface (host memory only): ``np.asarray(buf)`` is a view."""
-        buf, dtype, shape, kind = self._exporting("__array_interface__")
+        buf, dtype, shape, kind = self._exporting("__array_interface__", AttributeError)
         if kind != dlpack.KDL_CPU:
             raise AttributeError("__array_interface__: not host memory")
         return {"shape": shape, "typestr": dtype.str, "data": (buf.addr, False), "version": 3,
