@@ -58,7 +58,9 @@ def _cupy_probe() -> Probe:
 
 
 PROBES: dict[type, Probe | None] = {}
-"""Per type: its probe, or None for a type without the CUDA Array Interface."""
+"""Per type: its probe, or None for a type without the CUDA Array Interface. A probe
+raising ``AttributeError`` (a torch CPU tensor's interface does) sends that object the
+slow way (DLPack, host memory)."""
 
 
 def probe_for(obj: Any) -> Probe | None:
@@ -71,7 +73,7 @@ def probe_for(obj: Any) -> Probe | None:
     probe: Probe | None = None
     if cls.__module__.startswith("cupy") and cls.__name__ == "ndarray":
         probe = _cupy_probe()
-    elif getattr(obj, "__cuda_array_interface__", None) is not None:
+    elif hasattr(cls, "__cuda_array_interface__"):
         probe = _cai_probe
     PROBES[cls] = probe
     return probe
@@ -111,14 +113,18 @@ def launch_operand(program: KernelProgram, obj: Any, name: str, need: int, role:
         return f.host if program._host else f.addr
     probe = probe_for(obj) if kind == dlpack.KDL_CUDA else None
     ours = device.stream_handle(program._stream)
+    if probe is not None:
+        try:
+            key, stream, cai = probe(obj)
+        except AttributeError:
+            probe = None
     if probe is None:  # DLPack: the producer orders our stream itself
         f = describe(obj, label, kind, ours)
-        _checked(f, label, dtype, writes, need, device)
         if f.host is not None:
             raise InvalidArgument(f"{label}: the array is in host memory; this kernel runs on "
                                   f"{device!r} (upload it, or pass it to run)")
+        _checked(f, label, dtype, writes, need, device)
         return f.addr
-    key, stream, cai = probe(obj)
     e = _cache.get(id(obj))
     if e is None or e.ref is None or e.ref() is not obj or e.key != key or \
             e.device is not device:
@@ -189,10 +195,9 @@ def order_after(device: Device, stream: Stream, arrays: tuple[DeviceArray, ...])
     ours = device.stream_handle(stream)
     if ours is None:
         return
-    for a in arrays:
-        if a.stream is None:
-            stream.synchronize()
-            return
-    for a in arrays:
-        if a.stream != ours and a.stream not in device.ordered_streams:
-            device.order_streams(a.stream, ours)
+    if any(a.stream is None for a in arrays):
+        stream.synchronize()
+        return
+    for theirs in dict.fromkeys(a.stream for a in arrays):
+        if theirs != ours and theirs not in device.ordered_streams:
+            device.order_streams(theirs, ours)

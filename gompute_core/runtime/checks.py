@@ -64,11 +64,27 @@ def _refuse_non_ndarray(arg: Any, role: str, dtype: np.dtype) -> None:
         raise InvalidArgument(f"{role}: np.matrix is not supported; pass np.asarray({role})")
 
 
+def shape(x: Any, role: str) -> tuple[int, ...]:
+    """``x``'s shape: its ``shape``, else the one its array protocol describes."""
+    s = getattr(x, "shape", None)
+    if s is None:
+        for protocol in ("__cuda_array_interface__", "__array_interface__"):
+            described = getattr(x, protocol, None)
+            if described is not None:
+                return tuple(described["shape"])
+        raise InvalidArgument(f"{role}: {type(x).__name__} has no shape to pair elements by")
+    return tuple(s)
+
+
 def same_shape(x: Any, x_role: str, y: Any, y_role: str) -> None:
     """``InvalidArgument`` unless ``x`` and ``y`` have one shape (element-wise pairing)."""
-    if x.shape != y.shape and tuple(x.shape) != tuple(y.shape):
-        raise InvalidArgument(f"{y_role}: shape {tuple(y.shape)} does not match {x_role}'s "
-                              f"{tuple(x.shape)}; no truncation or broadcasting")
+    if type(x) is np.ndarray and type(y) is np.ndarray:
+        if x.shape == y.shape:
+            return
+    sx, sy = shape(x, x_role), shape(y, y_role)
+    if sx != sy:
+        raise InvalidArgument(f"{y_role}: shape {sy} does not match {x_role}'s "
+                              f"{sx}; no truncation or broadcasting")
 
 
 def _overlap(x: Any, out: Any) -> tuple[bool, bool]:
