@@ -202,7 +202,7 @@ def _from_host(arr: np.ndarray, role: str) -> Foreign:
 
 def cai_key(cai: dict[str, Any]) -> tuple[Any, ...]:
     """What identifies the memory a CUDA Array Interface describes."""
-    return cai["data"], tuple(cai["shape"]), cai["typestr"], cai.get("strides")
+    return cai["data"], cai["shape"], cai["typestr"], cai.get("strides")
 
 
 def from_cai(obj: Any, cai: dict[str, Any], role: str) -> Foreign:

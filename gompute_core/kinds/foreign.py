@@ -85,18 +85,22 @@ class _Entry:
     __slots__ = ("ref", "device", "key", "addr", "size", "dtype", "readonly")
 
     def __init__(self, obj: Any, device: Device, key: Any, f: Foreign) -> None:
+        ident = id(obj)
         try:
             self.ref: Any = weakref.ref(obj, lambda _: _cache.pop(ident, None))
         except TypeError:  # not weakly referenceable: described again on every launch
-            self.ref = None
-        ident = id(obj)
+            self.ref = _dead
         self.device, self.key, self.addr = device, key, f.addr
         self.size, self.dtype, self.readonly = f.size, f.dtype, f.readonly
-        if self.ref is not None:
+        if self.ref is not _dead:
             _cache[ident] = self
 
 
 _cache: dict[int, _Entry] = {}
+
+
+def _dead() -> None:
+    """The ``ref`` of an entry that is never cached: it matches no object."""
 
 
 def launch_operand(program: KernelProgram, obj: Any, name: str, need: int, role: str,
@@ -105,41 +109,49 @@ def launch_operand(program: KernelProgram, obj: Any, name: str, need: int, role:
     launch needing ``need`` elements of ``role``'s type; the program's stream is ordered
     after the producer's, and the producer's stream queued to wait for ours after the
     launch (``program._signals``)."""
-    device, dtype, label = program.device, program.dtypes[role], f"launch: {name}"
-    kind = device_type(device)
-    if kind == dlpack.KDL_CPU:
-        f = describe(obj, label, kind)
-        _checked(f, label, dtype, writes, need, device)
-        return f.host if program._host else f.addr
-    probe = probe_for(obj) if kind == dlpack.KDL_CUDA else None
-    ours = device.stream_handle(program._stream)
+    probe = PROBES.get(type(obj), probe_for) if program._cai else None
+    if probe is probe_for:
+        probe = probe_for(obj)
     if probe is not None:
         try:
             key, stream, cai = probe(obj)
-        except AttributeError:
-            probe = None
-    if probe is None:  # DLPack: the producer orders our stream itself
-        f = describe(obj, label, kind, ours)
-        if f.host is not None:
-            raise InvalidArgument(f"{label}: the array is in host memory; this kernel runs on "
-                                  f"{device!r} (upload it, or pass it to run)")
-        _checked(f, label, dtype, writes, need, device)
-        return f.addr
-    e = _cache.get(id(obj))
-    if e is None or e.ref is None or e.ref() is not obj or e.key != key or \
-            e.device is not device:
-        f = from_cai(obj, cai if cai is not None else obj.__cuda_array_interface__, label)
-        _checked(f, label, dtype, writes, need, device)
-        e = _Entry(obj, device, key, f)
-    elif e.dtype is not dtype and e.dtype != dtype or (writes and e.readonly) or \
-            need > e.size:
-        f = Foreign(e.addr, e.dtype, (e.size,), e.size, e.readonly, (kind, device.ordinal),
-                    None, obj)
-        _checked(f, label, dtype, writes, need, device)
-    if stream is not None and stream != ours and stream not in device.ordered_streams:
-        device.order_streams(ours, stream)
-        program._signals.append(stream)
-    return e.addr
+        except AttributeError:  # this object has no CUDA Array Interface after all
+            return _described(program, obj, name, need, role, writes)
+        e = _cache.get(id(obj))
+        # the hot path: a cached object whose memory and type are unchanged
+        if e is None or e.key != key or e.device is not program.device or \
+                e.ref() is not obj or e.dtype is not program.dtypes[role] or need > e.size or \
+                (writes and e.readonly):
+            e = _entry(program, obj, key, cai, name, need, role, writes)
+        if stream is not None and stream != program._ours and \
+                stream not in program._ordered:
+            program.device.order_streams(program._ours, stream)
+            program._signals.append(stream)
+        return e.addr
+    return _described(program, obj, name, need, role, writes)
+
+
+def _entry(program: KernelProgram, obj: Any, key: Any, cai: dict[str, Any] | None, name: str,
+           need: int, role: str, writes: bool) -> _Entry:
+    """Describe and check a CUDA Array Interface object; cached when it can be."""
+    label = f"launch: {name}"
+    f = from_cai(obj, cai if cai is not None else obj.__cuda_array_interface__, label)
+    _checked(f, label, program.dtypes[role], writes, need, program.device)
+    return _Entry(obj, program.device, key, f)
+
+
+def _described(program: KernelProgram, obj: Any, name: str, need: int, role: str,
+               writes: bool) -> Any:
+    """The path of everything else: host memory, DLPack (whose producer orders our stream
+    itself: it gets our stream's handle)."""
+    device, label = program.device, f"launch: {name}"
+    kind = device_type(device)
+    f = describe(obj, label, kind, None if kind == dlpack.KDL_CPU else program._ours)
+    if f.host is not None and kind != dlpack.KDL_CPU:
+        raise InvalidArgument(f"{label}: the array is in host memory; this kernel runs on "
+                              f"{device!r} (upload it, or pass it to run)")
+    _checked(f, label, program.dtypes[role], writes, need, device)
+    return f.host if program._host else f.addr
 
 
 def _checked(f: Foreign, label: str, dtype: np.dtype, writes: bool, need: int,

@@ -32,7 +32,7 @@ from ..ir.kernel import KernelIR
 from ..plugins.records import Artifact
 from ..runtime import checks
 from ..runtime.launch_params import ParamsCache
-from .foreign import launch_operand
+from .foreign import PROBES, launch_operand
 
 if TYPE_CHECKING:
     from ..backend.device import Device, Stream
@@ -93,6 +93,10 @@ class KernelProgram:
         self._pack = self.args.pack_into
         self._data = self.args.data
         self._interop = device.dlpack_device_type is not None
+        self._cai = device.dlpack_device_type == 2  # kDLCUDA: the CUDA Array Interface
+        self._ordered = device.ordered_streams
+        self._ours = device.stream_handle(self._stream)
+        """The native handle of the program's stream (foreign streams are ordered with it)."""
         self._signals: list[int] = []
         """Foreign streams to make wait for this launch (filled by foreign operands)."""
         self.launch = getattr(self, f"_launch_{self.kind}")
@@ -108,6 +112,7 @@ class KernelProgram:
         if getattr(value, "device", None) is not self.device:
             raise InvalidArgument(f"stream: expected a stream of {self.device!r}, got {value!r}")
         self._stream = value
+        self._ours = self.device.stream_handle(value)
 
     # ---- the pieces every launch shares --------------------------------------------------------
     def grid(self, count: int) -> int:
@@ -139,7 +144,7 @@ class KernelProgram:
         except AttributeError:
             ok = False
         if not ok:
-            if self._interop and not isinstance(buf, Buffer):
+            if self._interop and (type(buf) in PROBES or not isinstance(buf, Buffer)):
                 return launch_operand(self, buf, name, need, role, name in WRITTEN)
             raise self._refusal(buf, name, need, role)
         if self._host:
@@ -186,10 +191,9 @@ class KernelProgram:
 
     def _signal(self) -> None:
         signals, self._signals = self._signals, []
-        ours = self.device.stream_handle(self._stream)
-        if ours is not None:
+        if self._ours is not None:
             for stream in dict.fromkeys(signals):
-                self.device.order_streams(stream, ours)
+                self.device.order_streams(stream, self._ours)
 
     # ---- launches -------------------------------------------------------------------------------
     # Each kind's launch is written out (the checks of _operand inlined for the first
