@@ -211,7 +211,12 @@ class KernelProgram:
                 except AttributeError:
                     ok = False
                 if not ok or self._host:
-                    self._go(self.grid(n), (self._operand(buf, "buf", n, "T"), n))
+                    value = self._operand(buf, "buf", n, "T")
+                    if self._host:
+                        self.args.values = (value, n)
+                        self._launcher(self.grid(n), self._stream)
+                    else:  # a foreign array: its streams are ordered around the launch
+                        self._go(self.grid(n), (value, n))
                     return
                 self._pack(self._data, 0, buf.addr, n)
                 self._launcher(self._last_grid if n == self._last_n else self.grid(n),

@@ -28,15 +28,16 @@ if TYPE_CHECKING:
     from ..kinds.foreign import DeviceArray
 
 
-def array(arg: Any, role: str, dtype: np.dtype, writable: bool, device: Device | None = None,
-          stream: Stream | None = None) -> Any:
+def array(arg: Any, role: str, dtype: np.dtype, writable: bool,
+          at: tuple[Device, Stream] | None = None) -> Any:
     """``arg`` as a flat view, after checking type, dtype, contiguity and writability; with
-    ``device`` (and its ``stream``), a foreign array as a flat view or a ``DeviceArray``."""
+    ``at`` (the kernel's device and stream), a foreign array as a flat view or a
+    ``DeviceArray``."""
     if type(arg) is not np.ndarray:
-        if device is not None and not isinstance(arg, np.ndarray):
+        if at is not None and not isinstance(arg, np.ndarray):
             from ..kinds.foreign import run_array
 
-            return run_array(arg, role, dtype, writable, device, stream)  # type: ignore[arg-type]
+            return run_array(arg, role, dtype, writable, *at)
         _refuse_non_ndarray(arg, role, dtype)
     if arg.dtype != dtype:
         raise InvalidArgument(f"{role}: dtype {arg.dtype} does not match the spec's {dtype}; "

@@ -191,7 +191,7 @@ class Kernel:
 
     # ----------------------------------------------------------------- per-kind runners
     def _run_map(self, data: Any, p: Any = None) -> Any:
-        d = checks.array(data, "data", self._types["T"], True, *self._at)
+        d = checks.array(data, "data", self._types["T"], True, self._at)
         checks.params(p, self._P, self.spec.name)
         if d.size:
             self._runner.elementwise((d,), d.size, p)
@@ -200,8 +200,8 @@ class Kernel:
     _run_map_indexed = _run_map
 
     def _run_map_to(self, inp: Any, out: Any, p: Any = None) -> Any:
-        i = checks.array(inp, "inp", self._types["In"], False, *self._at)
-        o = checks.array(out, "out", self._types["Out"], True, *self._at)
+        i = checks.array(inp, "inp", self._types["In"], False, self._at)
+        o = checks.array(out, "out", self._types["Out"], True, self._at)
         checks.same_shape(inp, "inp", out, "out")
         checks.no_partial_overlap(i, "inp", o, "out")
         checks.params(p, self._P, self.spec.name)
@@ -210,9 +210,9 @@ class Kernel:
         return out
 
     def _run_zip(self, a: Any, b: Any, out: Any, p: Any = None) -> Any:
-        x = checks.array(a, "a", self._types["A"], False, *self._at)
-        y = checks.array(b, "b", self._types["B"], False, *self._at)
-        o = checks.array(out, "out", self._types["Out"], True, *self._at)
+        x = checks.array(a, "a", self._types["A"], False, self._at)
+        y = checks.array(b, "b", self._types["B"], False, self._at)
+        o = checks.array(out, "out", self._types["Out"], True, self._at)
         checks.same_shape(a, "a", b, "b")
         checks.same_shape(a, "a", out, "out")
         checks.no_partial_overlap(x, "a", o, "out")
@@ -223,16 +223,16 @@ class Kernel:
         return out
 
     def _run_reduce(self, data: Any, p: Any = None) -> Any:
-        d = checks.array(data, "data", self._types["T"], False, *self._at)
+        d = checks.array(data, "data", self._types["T"], False, self._at)
         checks.params(p, self._P, self.spec.name)
         if d.size == 0:
             return self.spec.T(self.spec.identity)
         return self._runner.reduce(d, p)
 
     def _gather_scatter(self, src: Any, idx: Any, out: Any) -> tuple[np.ndarray, ...]:
-        s = checks.array(src, "src", self._types["T"], False, *self._at)
-        i = checks.array(idx, "idx", self._types["Idx"], False, *self._at)
-        o = checks.array(out, "out", self._types["T"], True, *self._at)
+        s = checks.array(src, "src", self._types["T"], False, self._at)
+        i = checks.array(idx, "idx", self._types["Idx"], False, self._at)
+        o = checks.array(out, "out", self._types["T"], True, self._at)
         checks.disjoint(s, "src", o, "out")
         checks.disjoint(i, "idx", o, "out")
         return s, i, o
