@@ -56,6 +56,7 @@ def k_zip() -> g.Kernel:
 def test_cupy_views_our_buffer(k_inc: g.Kernel) -> None:
     cp = pytest.importorskip("cupy")
     buf = k_inc.alloc(1000)
+    buf.fill(0)
     x = cp.asarray(buf)
     assert x.data.ptr == buf.addr and x.dtype == cp.float32 and x.shape == (1000,)
     k_inc.launch(buf, 1000)
