@@ -76,6 +76,9 @@ _LAZY: dict[str, str] = {
     "compile": "gompute_core.runtime.compile:compile",
     "Dim3": "gompute_core.runtime.dim3:Dim3",
     "runtime": "gompute_core.runtime:",
+    # interop
+    "as_buffer": "gompute_core.interop:as_buffer",
+    "from_dlpack": "gompute_core.interop:from_dlpack",
     # plugins
     "hookimpl": "gompute_core.plugins.manager:hookimpl",
     "Artifact": "gompute_core.plugins.records:Artifact",

@@ -42,7 +42,7 @@ _CHILD = textwrap.dedent("""
                 large = np.linspace(-7, 5, 1000, dtype=np.float32)
                 k.run(small)
                 k.run(large)
-                mod = k.program._module
+                mod = k.program.entry.module
         except g.GomputeError as exc:
             print(json.dumps({"error": type(exc).__name__, "message": str(exc)}))
             sys.exit(0)

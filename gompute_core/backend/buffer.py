@@ -15,6 +15,13 @@ device or ``None``):
 returns); a stream asks for the operation to be enqueued there. Everything
 else — bounds, host-array checks, freed buffers, stream ownership,
 idempotent ``free`` — lives here, so no backend re-implements it.
+
+Where the device declares a DLPack device type, a buffer is also an array
+other libraries can view without a copy (``__dlpack__``,
+``__cuda_array_interface__`` on CUDA, ``__array_interface__`` on host
+memory; see :mod:`gompute_core.interop`), typed and shaped as its element
+type and count (``Kernel.alloc`` sets ``dtype``) or as ``typed(dtype,
+shape)`` says.
 """
 
 from __future__ import annotations
@@ -25,13 +32,17 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import InvalidArgument
+from ..interop import Exports, TypedView, buffer_shape
 from ..runtime.transfer import byte_count, device_span, host_span
 
 if TYPE_CHECKING:
     from .device import Device, Stream
 
 
-class Buffer(ABC):
+_BYTES = np.dtype(np.uint8)
+
+
+class Buffer(Exports, ABC):
     """``nbytes`` bytes of memory on ``device``; ``addr`` is its device address.
 
     Transfers are in BYTES. Every public method checks its arguments before
@@ -40,10 +51,13 @@ class Buffer(ABC):
     ``InvalidArgument`` naming the operation, and nothing is copied.
     ``free()`` is idempotent; any later use raises ``InvalidArgument``. A
     *borrowed* buffer (``owned=False``) views memory someone else owns:
-    ``free()`` only forgets it.
+    ``free()`` only forgets it; ``keep`` holds what keeps its memory alive (the
+    producer's array). ``dtype`` (default ``uint8``) and ``shape`` (default: the
+    element count) are how other libraries see it.
     """
 
-    __slots__ = ("device", "nbytes", "addr", "owned", "_freed", "__weakref__")
+    __slots__ = ("device", "nbytes", "addr", "owned", "_freed", "dtype", "shape", "keep",
+                 "__weakref__")
 
     def __init__(self, device: Device, nbytes: int, addr: int, *, owned: bool = True) -> None:
         self.device = device
@@ -51,6 +65,9 @@ class Buffer(ABC):
         self.addr = addr
         self.owned = owned
         self._freed = False
+        self.dtype: np.dtype = _BYTES
+        self.shape: tuple[int, ...] | None = None
+        self.keep: Any = None
 
     # ---- primitives a backend implements -------------------------------------------
     @abstractmethod
@@ -192,6 +209,16 @@ class Buffer(ABC):
         if n:
             self._fill(start, n, v, s)
 
+    # ---- interop -------------------------------------------------------------------------
+    def typed(self, dtype: Any = None, shape: Any = None) -> TypedView:
+        """This buffer seen by other libraries as ``shape`` (default: as many as fit)
+        elements of ``dtype`` (default: the buffer's): ``cupy.asarray(buf.typed(np.float32,
+        (4, 256)))`` views the memory, no copy."""
+        return TypedView(self, self.dtype if dtype is None else dtype, shape)
+
+    def _export_view(self) -> tuple[Buffer, np.dtype, tuple[int, ...]]:
+        return buffer_shape(self)
+
     # ---- lifetime ------------------------------------------------------------------------
     def device_addr(self) -> int:
         """The device address of the first byte (for a host-memory backend, the host
@@ -206,6 +233,7 @@ class Buffer(ABC):
         self._freed = True
         if self.owned:
             self._release()
+        self.keep = None
 
     def __repr__(self) -> str:
         state = "freed" if self._freed else f"at {self.addr:#x}"

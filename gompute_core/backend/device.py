@@ -19,6 +19,13 @@ naming it. A device whose launcher calls a host function on host memory
 sets ``packs_arguments = False`` and implements ``host_array(buf, dtype)``:
 the core then hands it typed arrays instead of packed addresses, and ``run``
 launches on the caller's own arrays with no copy.
+
+Interop (:mod:`gompute_core.interop`), all optional: ``dlpack_device_type``
+makes buffers exportable and foreign arrays acceptable; a GPU device adds
+``_borrow`` (a buffer over foreign device memory), ``pointer_ordinal``,
+``stream_handle`` and ``order_streams`` (ordering with foreign streams) and
+``ordered_streams`` (foreign stream handles its streams are ordered with
+implicitly).
 """
 
 from __future__ import annotations
@@ -89,6 +96,12 @@ class Device(ABC):
     ordinal: int
     arch: str
     name: str = ""
+    #: DLPack ``DLDeviceType`` of the memory (1 CPU, 2 CUDA, 10 ROCm); None: buffers are not
+    #: exported and foreign arrays not accepted (launch takes only the device's buffers).
+    dlpack_device_type: ClassVar[int | None] = None
+    #: Foreign stream handles every stream of this device is already ordered with, both ways
+    #: (CUDA: the legacy default stream, for blocking streams).
+    ordered_streams: ClassVar[frozenset[int]] = frozenset()
 
     # ---- primitives ----------------------------------------------------------------------
     @abstractmethod
@@ -148,6 +161,26 @@ class Device(ABC):
         """A buffer viewing ``host``'s memory (capability ``"host_memory"``)."""
         raise Unsupported(f"backend {self.backend!r} cannot compute on host memory "
                           "(capability 'host_memory')")
+
+    def _borrow(self, addr: int, nbytes: int) -> Buffer:
+        """A borrowed buffer (``owned=False``) over ``nbytes`` of this device's memory at
+        ``addr`` that someone else owns (interop on a device that does not compute on host
+        memory)."""
+        raise Unsupported(f"backend {self.backend!r} cannot borrow foreign device memory")
+
+    def pointer_ordinal(self, addr: int) -> int | None:
+        """The ordinal of the device whose memory ``addr`` is, None when it is none of this
+        backend's (interop with the CUDA Array Interface, which names no device)."""
+        return self.ordinal
+
+    def stream_handle(self, stream: Stream) -> int | None:
+        """The native handle of ``stream`` that other libraries know it by (``CUstream``),
+        None on a device without streams to order with."""
+        return None
+
+    def order_streams(self, waiter: int, signaller: int) -> None:  # noqa: B027 - no streams
+        """Make work enqueued later on native stream ``waiter`` wait for the work already
+        enqueued on native stream ``signaller`` (either may be another library's)."""
 
     def close(self) -> None:  # noqa: B027 - optional: a device may hold nothing to release
         """Release what the device holds (idempotent)."""

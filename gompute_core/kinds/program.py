@@ -10,6 +10,11 @@ freed and holds what the launch touches; counts are ``u64``; ``1 <= blocks
 launcher. A lock makes patch-and-launch one step, so threads sharing a
 program never launch with each other's arguments. No allocation, copy or
 synchronization happens here.
+
+Wherever a buffer is taken, a foreign array on the kernel's device (a CuPy
+array, a torch tensor, ...) is taken too, in place, with the same checks
+(:mod:`gompute_core.kinds.foreign`); a buffer of the program's own device
+never goes through that path.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from ..ir.kernel import KernelIR
 from ..plugins.records import Artifact
 from ..runtime import checks
 from ..runtime.launch_params import ParamsCache
+from .foreign import PROBES, launch_operand
 
 if TYPE_CHECKING:
     from ..backend.device import Device, Stream
@@ -35,6 +41,8 @@ MAX_REDUCE_BLOCKS = 1024
 """Most partials one reduce launch writes."""
 
 U64_LIMIT = 2**64
+WRITTEN = frozenset({"buf", "out", "partials"})
+"""The launch arguments a kernel writes (a read-only foreign array is refused there)."""
 
 _STALE = object()
 """``_last_p`` when the params must be converted again."""
@@ -84,6 +92,13 @@ class KernelProgram:
         self._t_size = self._size.get("T", 0)
         self._pack = self.args.pack_into
         self._data = self.args.data
+        self._interop = device.dlpack_device_type is not None
+        self._cai = device.dlpack_device_type == 2  # kDLCUDA: the CUDA Array Interface
+        self._ordered = device.ordered_streams
+        self._ours = device.stream_handle(self._stream)
+        """The native handle of the program's stream (foreign streams are ordered with it)."""
+        self._signals: list[int] = []
+        """Foreign streams to make wait for this launch (filled by foreign operands)."""
         self.launch = getattr(self, f"_launch_{self.kind}")
 
     # ---- stream ------------------------------------------------------------------------------
@@ -97,6 +112,7 @@ class KernelProgram:
         if getattr(value, "device", None) is not self.device:
             raise InvalidArgument(f"stream: expected a stream of {self.device!r}, got {value!r}")
         self._stream = value
+        self._ours = self.device.stream_handle(value)
 
     # ---- the pieces every launch shares --------------------------------------------------------
     def grid(self, count: int) -> int:
@@ -128,6 +144,8 @@ class KernelProgram:
         except AttributeError:
             ok = False
         if not ok:
+            if self._interop and (type(buf) in PROBES or not isinstance(buf, Buffer)):
+                return launch_operand(self, buf, name, need, role, name in WRITTEN)
             raise self._refusal(buf, name, need, role)
         if self._host:
             return self.device.host_array(buf, self.dtypes[role])  # type: ignore[attr-defined]
@@ -159,12 +177,23 @@ class KernelProgram:
             self._launcher(grid, stream)
 
     def _go(self, grid: int, values: tuple[Any, ...]) -> None:
-        """Patch the arguments and launch on the program's stream (lock held)."""
+        """Patch the arguments and launch on the program's stream (lock held); then make
+        the foreign operands' streams wait for it."""
         if self._packs:
             self.args.pack(*values)
         else:
             self.args.values = values
-        self._launcher(grid, self._stream)
+        try:
+            self._launcher(grid, self._stream)
+        finally:
+            if self._signals:
+                self._signal()
+
+    def _signal(self) -> None:
+        signals, self._signals = self._signals, []
+        if self._ours is not None:
+            for stream in dict.fromkeys(signals):
+                self.device.order_streams(stream, self._ours)
 
     # ---- launches -------------------------------------------------------------------------------
     # Each kind's launch is written out (the checks of _operand inlined for the first
@@ -186,7 +215,9 @@ class KernelProgram:
                     if self._host:
                         self.args.values = (value, n)
                         self._launcher(self.grid(n), self._stream)
-                        return
+                    else:  # a foreign array: its streams are ordered around the launch
+                        self._go(self.grid(n), (value, n))
+                    return
                 self._pack(self._data, 0, buf.addr, n)
                 self._launcher(self._last_grid if n == self._last_n else self.grid(n),
                                self._stream)

@@ -14,6 +14,11 @@ Three ways, chosen per call from what the device declares:
   after ``src``) are pipelined; scatter and ``map_indexed`` (whose index is
   global) are not.
 * **staged**: inputs go through a pinned staging buffer in one piece each.
+* **in place** (arrays already on the device: CuPy, torch, ... see
+  :mod:`gompute_core.kinds.foreign`): no copy; the launch is ordered after
+  each producer's stream and that stream after the launch (the stream is
+  synchronized when a producer named none); a reduce downloads only its
+  partials.
 
 Every call takes its own scratch set (device buffers, staging, streams) from
 a pool, so threads sharing one ``Kernel`` never share buffers; a single
@@ -26,6 +31,9 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+from ..errors import InvalidArgument
+from .foreign import DeviceArray, order_after, order_before
 
 if TYPE_CHECKING:
     from ..backend.buffer import Buffer
@@ -130,6 +138,26 @@ class Runner:
     def _pinned(self, *arrays: np.ndarray) -> bool:
         return self._pipelines and all(self.device.pin(a) for a in arrays)
 
+    @staticmethod
+    def _on_device(arrays: tuple[Any, ...]) -> bool:
+        """True when the arrays are device arrays (all of them: ``InvalidArgument`` for a
+        mix of host and device arrays)."""
+        on = [type(a) is DeviceArray for a in arrays]
+        if not any(on):
+            return False
+        if not all(on):
+            raise InvalidArgument("run: the arrays are partly on the host and partly on the "
+                                  "device; pass them all on one side")
+        return True
+
+    def _in_place(self, arrays: tuple[DeviceArray, ...], grid: int,
+                  values: tuple[Any, ...], p: Any) -> None:
+        prog = self.program
+        s = prog.stream
+        order_before(self.device, s, arrays)
+        prog.enqueue(s, grid, values, p)
+        order_after(self.device, s, arrays)
+
     # ---- elementwise kinds -----------------------------------------------------------------
     def elementwise(self, arrays: tuple[np.ndarray, ...], n: int, p: Any) -> None:
         """Run an elementwise kind on ``arrays`` (the entry's arrays in order, each holding
@@ -137,6 +165,9 @@ class Runner:
         prog = self.program
         if self.host:
             prog.enqueue(prog.stream, prog.grid(n), (*arrays, n), p)
+            return
+        if self._on_device(arrays):
+            self._in_place(arrays, prog.grid(n), (*(a.addr for a in arrays), n), p)
             return
         described = [(a, role, way) for a, (role, way) in zip(arrays, ACCESS[prog.kind],
                                                               strict=True)]
@@ -209,6 +240,8 @@ class Runner:
             prog.enqueue(prog.stream, blocks, (data, n, partials), p)
             # one block's partial already starts from the identity: it is the result
             return partials[0] if blocks == 1 else self.spec.fold(partials)
+        if self._on_device((data,)):
+            return self._reduce_in_place(data, p)  # type: ignore[arg-type]
         scratch = self._acquire()
         try:
             dbuf = scratch.buffer("data", n * size)
@@ -241,6 +274,20 @@ class Runner:
         finally:
             self._release(scratch)
 
+    def _reduce_in_place(self, data: DeviceArray, p: Any) -> Any:
+        prog, n = self.program, data.size
+        blocks = self.device.run_reduce_blocks(prog.entry, n, prog.block_size)
+        scratch = self._acquire()
+        try:
+            pbuf = scratch.buffer("partials", blocks * self._size["T"])
+            self._in_place((data,), blocks, (data.addr, n, pbuf.addr), p)
+            partials = np.empty(blocks, self.spec.T)
+            prog.stream.synchronize()
+            pbuf.download(partials)
+            return self.spec.fold(partials)
+        finally:
+            self._release(scratch)
+
     def _upload(self, scratch: _Scratch, buf: Buffer, host: np.ndarray, s: Stream) -> None:
         if self.device.pin(host):
             buf.upload_at_async(0, host, stream=s)
@@ -257,6 +304,10 @@ class Runner:
         prog = self.program
         if self.host:
             prog.enqueue(prog.stream, prog.move_grid(n), (src, idx, out, n, bound), None)
+            return
+        if self._on_device((src, idx, out)):
+            self._in_place((src, idx, out), prog.move_grid(n),  # type: ignore[arg-type]
+                           (src.addr, idx.addr, out.addr, n, bound), None)
             return
         scratch = self._acquire()
         try:

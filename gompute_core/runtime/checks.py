@@ -7,20 +7,37 @@ that must correspond element by element (map_to's ``inp``/``out``, zip's
 ``a``/``b``/``out``, gather's ``idx``/``out``, scatter's ``src``/``idx``)
 must have the same shape. Every failure is an ``InvalidArgument`` naming
 the argument.
+
+Given the kernel's device, other arrays are accepted too
+(:func:`gompute_core.kinds.foreign.run_array`): anything exposing the CUDA
+Array Interface, DLPack or NumPy's array interface, with the same checks; it
+comes back as a NumPy view (host memory) or a ``DeviceArray`` (the device's
+memory, used in place).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..errors import InvalidArgument
 
+if TYPE_CHECKING:
+    from ..backend.device import Device, Stream
+    from ..kinds.foreign import DeviceArray
 
-def array(arg: Any, role: str, dtype: np.dtype, writable: bool) -> np.ndarray:
-    """``arg`` as a flat view, after checking type, dtype, contiguity and writability."""
+
+def array(arg: Any, role: str, dtype: np.dtype, writable: bool,
+          at: tuple[Device, Stream] | None = None) -> Any:
+    """``arg`` as a flat view, after checking type, dtype, contiguity and writability; with
+    ``at`` (the kernel's device and stream), a foreign array as a flat view or a
+    ``DeviceArray``."""
     if type(arg) is not np.ndarray:
+        if at is not None and not isinstance(arg, np.ndarray):
+            from ..kinds.foreign import run_array
+
+            return run_array(arg, role, dtype, writable, *at)
         _refuse_non_ndarray(arg, role, dtype)
     if arg.dtype != dtype:
         raise InvalidArgument(f"{role}: dtype {arg.dtype} does not match the spec's {dtype}; "
@@ -48,29 +65,55 @@ def _refuse_non_ndarray(arg: Any, role: str, dtype: np.dtype) -> None:
         raise InvalidArgument(f"{role}: np.matrix is not supported; pass np.asarray({role})")
 
 
-def same_shape(x: np.ndarray, x_role: str, y: np.ndarray, y_role: str) -> None:
+def shape(x: Any, role: str) -> tuple[int, ...]:
+    """``x``'s shape: its ``shape``, else the one its array protocol describes."""
+    s = getattr(x, "shape", None)
+    if s is None:
+        for protocol in ("__cuda_array_interface__", "__array_interface__"):
+            described = getattr(x, protocol, None)
+            if described is not None:
+                return tuple(described["shape"])
+        raise InvalidArgument(f"{role}: {type(x).__name__} has no shape to pair elements by")
+    return tuple(s)
+
+
+def same_shape(x: Any, x_role: str, y: Any, y_role: str) -> None:
     """``InvalidArgument`` unless ``x`` and ``y`` have one shape (element-wise pairing)."""
-    if x.shape != y.shape:
-        raise InvalidArgument(f"{y_role}: shape {y.shape} does not match {x_role}'s "
-                              f"{x.shape}; no truncation or broadcasting")
+    if type(x) is np.ndarray and type(y) is np.ndarray:
+        if x.shape == y.shape:
+            return
+    sx, sy = shape(x, x_role), shape(y, y_role)
+    if sx != sy:
+        raise InvalidArgument(f"{y_role}: shape {sy} does not match {x_role}'s "
+                              f"{sx}; no truncation or broadcasting")
 
 
-def disjoint(x: np.ndarray, x_role: str, out: np.ndarray, out_role: str) -> None:
+def _overlap(x: Any, out: Any) -> tuple[bool, bool]:
+    """(``x`` and ``out`` may share memory, they are the very same elements)."""
+    xd, od = not isinstance(x, np.ndarray), not isinstance(out, np.ndarray)
+    if xd or od:  # a DeviceArray: device memory never overlaps host memory
+        return x.overlaps(out) if xd and od else (False, False)
+    if not np.may_share_memory(x, out):
+        return False, False
+    return True, (x.ctypes.data == out.ctypes.data and x.itemsize == out.itemsize
+                  and x.size == out.size)
+
+
+def disjoint(x: np.ndarray | DeviceArray, x_role: str, out: np.ndarray | DeviceArray,
+             out_role: str) -> None:
     """``InvalidArgument`` when ``out`` may overlap ``x`` (gather/scatter write unordered)."""
-    if np.may_share_memory(x, out):
+    if _overlap(x, out)[0]:
         raise InvalidArgument(f"{out_role}: overlaps {x_role}; gather/scatter need a separate "
                               "output array")
 
 
-def no_partial_overlap(x: np.ndarray, x_role: str, out: np.ndarray, out_role: str) -> None:
+def no_partial_overlap(x: np.ndarray | DeviceArray, x_role: str, out: np.ndarray | DeviceArray,
+                       out_role: str) -> None:
     """``InvalidArgument`` when ``out`` overlaps ``x`` other than as the very same elements
     (element ``i`` of both at one address, same item size): a partial overlap would make
     the result depend on loop order and on how threads split the work."""
-    if not np.may_share_memory(x, out):
-        return
-    same = (x.ctypes.data == out.ctypes.data and x.itemsize == out.itemsize
-            and x.size == out.size)
-    if not same:
+    shared, same = _overlap(x, out)
+    if shared and not same:
         raise InvalidArgument(f"{out_role}: overlaps {x_role} without being the same "
                               f"elements; the result would depend on evaluation order (pass "
                               f"a separate output array, or {x_role} itself to work in place)")

@@ -93,6 +93,8 @@ class Kernel:
         self._P = spec.params
         self._types = {role: np.dtype(t) for role, t in spec.value_types}
         self._run = getattr(self, f"_run_{spec.kind}")
+        self._at = (device, program.stream)
+        """What ``checks.array`` needs to take foreign arrays: the device and run's stream."""
         self._closed_flag = False
 
     # ----------------------------------------------------------------- public surface
@@ -114,6 +116,7 @@ class Kernel:
     @stream.setter
     def stream(self, value: Any) -> None:
         self.program.stream = value
+        self._at = (self.device, self.program.stream)
 
     @property
     def closed(self) -> bool:
@@ -146,15 +149,21 @@ class Kernel:
         if dtype is None:
             raise InvalidArgument(f"role: a {self.spec.kind} kernel has no value type {role!r} "
                                   f"(roles: {', '.join(self._types)})")
-        return self.device.alloc(n * dtype.itemsize)
+        buf = self.device.alloc(n * dtype.itemsize)
+        buf.dtype = dtype  # how other libraries see it (interop)
+        return buf
 
     def run(self, *args: Any) -> Any:
-        """Validate, then run on host arrays; returns the output array or the reduce result.
+        """Validate, then run; returns the output array or the reduce result.
 
         map/map_indexed ``(data, p)`` -> ``data``; map_to ``(inp, out, p)`` ->
         ``out``; zip ``(a, b, out, p)`` -> ``out``; reduce ``(data, p)`` -> a
         ``T`` scalar (the identity for empty input); gather/scatter
         ``(src, idx, out)`` -> ``out``. ``p`` may be omitted when P is None.
+        Arrays are NumPy arrays, or any array on the host or on this kernel's
+        device exposing ``__cuda_array_interface__``, ``__dlpack__`` or
+        ``__array_interface__`` (CuPy, torch, numba, JAX): device arrays are
+        used in place, stream-ordered with their producer (``docs/interop.md``).
         """
         return self._run(*args)
 
@@ -183,7 +192,7 @@ class Kernel:
 
     # ----------------------------------------------------------------- per-kind runners
     def _run_map(self, data: Any, p: Any = None) -> Any:
-        d = checks.array(data, "data", self._types["T"], True)
+        d = checks.array(data, "data", self._types["T"], True, self._at)
         checks.params(p, self._P, self.spec.name)
         if d.size:
             self._runner.elementwise((d,), d.size, p)
@@ -192,8 +201,8 @@ class Kernel:
     _run_map_indexed = _run_map
 
     def _run_map_to(self, inp: Any, out: Any, p: Any = None) -> Any:
-        i = checks.array(inp, "inp", self._types["In"], False)
-        o = checks.array(out, "out", self._types["Out"], True)
+        i = checks.array(inp, "inp", self._types["In"], False, self._at)
+        o = checks.array(out, "out", self._types["Out"], True, self._at)
         checks.same_shape(inp, "inp", out, "out")
         checks.no_partial_overlap(i, "inp", o, "out")
         checks.params(p, self._P, self.spec.name)
@@ -202,9 +211,9 @@ class Kernel:
         return out
 
     def _run_zip(self, a: Any, b: Any, out: Any, p: Any = None) -> Any:
-        x = checks.array(a, "a", self._types["A"], False)
-        y = checks.array(b, "b", self._types["B"], False)
-        o = checks.array(out, "out", self._types["Out"], True)
+        x = checks.array(a, "a", self._types["A"], False, self._at)
+        y = checks.array(b, "b", self._types["B"], False, self._at)
+        o = checks.array(out, "out", self._types["Out"], True, self._at)
         checks.same_shape(a, "a", b, "b")
         checks.same_shape(a, "a", out, "out")
         checks.no_partial_overlap(x, "a", o, "out")
@@ -215,18 +224,18 @@ class Kernel:
         return out
 
     def _run_reduce(self, data: Any, p: Any = None) -> Any:
-        d = checks.array(data, "data", self._types["T"], False)
+        d = checks.array(data, "data", self._types["T"], False, self._at)
         checks.params(p, self._P, self.spec.name)
         if d.size == 0:
             return self.spec.T(self.spec.identity)
         return self._runner.reduce(d, p)
 
     def _gather_scatter(self, src: Any, idx: Any, out: Any) -> tuple[np.ndarray, ...]:
-        s = checks.array(src, "src", self._types["T"], False)
-        i = checks.array(idx, "idx", self._types["Idx"], False)
-        o = checks.array(out, "out", self._types["T"], True)
-        checks.disjoint(src, "src", out, "out")
-        checks.disjoint(idx, "idx", out, "out")
+        s = checks.array(src, "src", self._types["T"], False, self._at)
+        i = checks.array(idx, "idx", self._types["Idx"], False, self._at)
+        o = checks.array(out, "out", self._types["T"], True, self._at)
+        checks.disjoint(s, "src", o, "out")
+        checks.disjoint(i, "idx", o, "out")
         return s, i, o
 
     def _run_gather(self, src: Any, idx: Any, out: Any) -> Any:

@@ -67,6 +67,7 @@ class CpuDevice(Device):
     capabilities = frozenset({"host_memory", "streams"})
     packs_arguments = False
     ordinal = 0
+    dlpack_device_type = 1  # kDLCPU: buffers export DLPack and the array interface
 
     def __init__(self, arch: str, name: str) -> None:
         self.arch, self.name = arch, name

@@ -5,6 +5,15 @@ thread ends with a context still pushed. So the primary context is pushed once
 on the main thread (popped by :meth:`CudaDevice.close` or at exit), and any
 other thread pushes it around each driver call and pops it afterwards
 (:meth:`CudaDevice.enter`).
+
+Several GPUs: each ``CudaDevice`` retains its own device's primary context.
+On the main thread one of them is pushed at a time (:data:`driver.MAIN`): a
+call for another device pops it and pushes its own (only when the device in
+use changes); other threads push the right one around each call. Interop
+(:mod:`gompute_core.interop`): buffers are ``kDLCUDA`` memory, foreign
+streams are ordered through an event (``cuEventRecord`` then
+``cuStreamWaitEvent``), and the legacy default stream needs no ordering (our
+streams are blocking streams).
 """
 
 from __future__ import annotations
@@ -23,6 +32,7 @@ from gompute_core.backend.pinning import HostPinning
 from gompute_core.errors import (
     AllocFailed,
     ContextFailed,
+    EventFailed,
     KernelNotFound,
     ModuleLoadFailed,
     NoDevice,
@@ -30,7 +40,7 @@ from gompute_core.errors import (
 )
 from gompute_core.ir.kernel import KernelIR
 
-from .driver import check, cuda, guarded, libcuda
+from .driver import MAIN, check, cuda, guarded, libcuda
 from .memory import CudaBuffer, pinned_empty
 from .nvrtc import parse_arch
 from .program import CudaLauncher
@@ -42,11 +52,20 @@ GRID_WAVES = 8
 """Grid cap for elementwise kinds, in full-occupancy waves: measured on an H200 (2**28 f32
 map in place), 8 waves reached 0.94x of a device copy against 0.91x for one wave."""
 
+CU_STREAM_LEGACY = 1
+"""The legacy default stream's handle (what CuPy, torch and numba report for their default
+stream): our blocking streams are ordered with it both ways, for free."""
+CU_EVENT_DISABLE_TIMING = 2
+CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL = 9
+
+
 class CudaDevice(Device):
     """One NVIDIA GPU opened through pycuda (see the module docstring for threads)."""
 
     backend = "cuda"
     capabilities = frozenset({"streams", "events", "graphs", "pinned_memory", "f64_atomics"})
+    dlpack_device_type = 2  # kDLCUDA
+    ordered_streams = frozenset({CU_STREAM_LEGACY})
 
     def __init__(self, ordinal: int) -> None:
         drv = cuda()
@@ -58,7 +77,6 @@ class CudaDevice(Device):
         with guarded(ContextFailed, f"cuda: retaining the primary context of device {ordinal}"):
             self._ctx = self._dev.retain_primary_context()
         self.main_thread = threading.main_thread().ident
-        self.main_pushed = False
         major, minor = self._dev.compute_capability()
         self.arch = f"sm_{major}{minor}"
         self.name = self._dev.name()
@@ -76,22 +94,33 @@ class CudaDevice(Device):
         self._buffers: weakref.WeakSet[CudaBuffer] = weakref.WeakSet()
         self._closed = False
         self._stream = CudaStream(self)
+        self._order_event: ctypes.c_void_p | None = None
+        self._context_handle: ctypes.c_void_p | None = None
+        self._peers: set[int] = set()
+        self._order_lock = threading.Lock()
         atexit.register(self.close)
 
     # ---- context -------------------------------------------------------------------
     def enter(self) -> bool:
         """Make the context current on this thread; True when the caller must pop it."""
         if _get_ident() == self.main_thread:
-            if not self.main_pushed:
-                with guarded(ContextFailed, f"cuda: making device {self.ordinal} current"):
-                    self._ctx.push()
-                self.main_pushed = True
+            if MAIN.device is not self:
+                self._become_main()
             return False
         try:
             self._ctx.push()
         except cuda().Error as exc:
             raise ContextFailed(f"cuda: making device {self.ordinal} current: {exc}") from None
         return True
+
+    def _become_main(self) -> None:
+        """Make this device's context the one the main thread keeps pushed."""
+        with MAIN.lock, guarded(ContextFailed, f"cuda: making device {self.ordinal} current"):
+            if MAIN.device is not None:
+                cuda().Context.pop()
+                MAIN.device = None
+            self._ctx.push()
+            MAIN.device = self
 
     def track(self, buf: CudaBuffer) -> None:
         """Remember ``buf`` so :meth:`close` can free it before the context goes."""
@@ -105,6 +134,59 @@ class CudaDevice(Device):
 
     def _alloc(self, nbytes: int) -> CudaBuffer:
         return CudaBuffer(self, nbytes)
+
+    # ---- interop --------------------------------------------------------------------------
+    def _borrow(self, addr: int, nbytes: int) -> CudaBuffer:
+        return CudaBuffer.borrowed(self, addr, nbytes)
+
+    def pointer_ordinal(self, addr: int) -> int | None:
+        """The ordinal of the GPU holding ``addr`` (``cuPointerGetAttribute``), None for
+        memory that is no device's."""
+        ordinal = ctypes.c_int(-1)
+        with guarded(ContextFailed, "cuda: cuPointerGetAttribute", self):
+            code = libcuda().cuPointerGetAttribute(ctypes.byref(ordinal),
+                                                   CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+                                                   ctypes.c_uint64(addr))
+        return ordinal.value if code == 0 and ordinal.value >= 0 else None
+
+    def context_handle(self) -> ctypes.c_void_p:
+        """This device's primary context as a raw ``CUcontext``."""
+        if self._context_handle is None:
+            handle = ctypes.c_void_p()
+            with guarded(ContextFailed, "cuda: cuCtxGetCurrent", self):
+                check(libcuda().cuCtxGetCurrent(ctypes.byref(handle)), ContextFailed,
+                      "cuda: cuCtxGetCurrent")
+            self._context_handle = handle
+        return self._context_handle
+
+    def enable_peer(self, peer: CudaDevice) -> None:
+        """Let this device's context read ``peer``'s memory directly (once per pair; where
+        the GPUs cannot, peer copies go through the host, done by the driver)."""
+        if peer.ordinal in self._peers:
+            return
+        theirs = peer.context_handle()  # before entering ours: it makes the peer's current
+        with guarded(ContextFailed, "cuda: cuCtxEnablePeerAccess", self):
+            libcuda().cuCtxEnablePeerAccess(theirs, 0)  # 704: already enabled; else no P2P
+        self._peers.add(peer.ordinal)
+
+    def stream_handle(self, stream: CudaStream) -> int:  # type: ignore[override]
+        """The ``CUstream`` of one of this device's streams."""
+        return stream.handle
+
+    def order_streams(self, waiter: int, signaller: int) -> None:
+        """``waiter`` waits for ``signaller``'s pending work: an event recorded on
+        ``signaller`` (this device's context), then ``cuStreamWaitEvent``."""
+        lib = libcuda()
+        with self._order_lock, guarded(EventFailed, "cuda: ordering streams", self):
+            if self._order_event is None:
+                event = ctypes.c_void_p()
+                check(lib.cuEventCreate(ctypes.byref(event), CU_EVENT_DISABLE_TIMING),
+                      EventFailed, "cuda: cuEventCreate")
+                self._order_event = event
+            check(lib.cuEventRecord(self._order_event, ctypes.c_void_p(signaller)),
+                  EventFailed, f"cuda: cuEventRecord on stream {signaller:#x}")
+            check(lib.cuStreamWaitEvent(ctypes.c_void_p(waiter), self._order_event, 0),
+                  EventFailed, f"cuda: cuStreamWaitEvent on stream {waiter:#x}")
 
     def _load(self, artifact: Artifact, kernel: KernelIR, args: ArgBuffer) -> CudaLauncher:
         """Load ``artifact`` once per image (through libcuda: the launcher calls
@@ -212,13 +294,17 @@ class CudaDevice(Device):
         for mod in self._cmodules.values():
             libcuda().cuModuleUnload(mod)
         self._cmodules.clear()
-        if self.main_pushed and _get_ident() == self.main_thread:
-            try:
-                cuda().Context.synchronize()
-            except cuda().Error:
-                pass
-            cuda().Context.pop()
-            self.main_pushed = False
+        if self._order_event is not None:
+            libcuda().cuEventDestroy_v2(self._order_event)
+            self._order_event = None
+        with MAIN.lock:
+            if MAIN.device is self and _get_ident() == self.main_thread:
+                try:
+                    cuda().Context.synchronize()
+                except cuda().Error:
+                    pass
+                cuda().Context.pop()
+                MAIN.device = None
 
     @property
     def closed(self) -> bool:

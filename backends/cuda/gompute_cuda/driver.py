@@ -24,6 +24,19 @@ from gompute_core.errors import (
 
 _lock = threading.Lock()
 _cuda: Any = None
+
+
+class MainThreadContext:
+    """Which device's primary context the main thread has pushed: one at a time, kept
+    pushed (pycuda aborts a thread that ends with a context pushed, so only the main
+    thread keeps one); a device used there after another pops that one first."""
+
+    def __init__(self) -> None:
+        self.device: Any = None
+        self.lock = threading.Lock()
+
+
+MAIN = MainThreadContext()
 _libcuda: ctypes.CDLL | None = None
 _error_codes: dict[str, int] = {}
 _failure: str | None = None

@@ -2,7 +2,11 @@
 
 Every check (bounds, freed buffers, host arrays, streams) is the core's
 (:class:`gompute_core.backend.Buffer`); driver failures here are
-``CopyFailed``/``AllocFailed`` with the ``CUresult`` recorded.
+``CopyFailed``/``AllocFailed`` with the ``CUresult`` recorded. A device copy
+from another GPU's buffer is a peer copy (``cuMemcpyPeerAsync``, with peer
+access enabled once per pair where the GPUs allow it), after the source
+device's stream is drained. A borrowed buffer (:meth:`CudaBuffer.borrowed`)
+views another library's memory and never frees it.
 """
 
 from __future__ import annotations
@@ -35,6 +39,14 @@ class CudaBuffer(Buffer):
         super().__init__(device, nbytes, int(self._alloc))
         device.track(self)
 
+    @classmethod
+    def borrowed(cls, device: CudaDevice, addr: int, nbytes: int) -> CudaBuffer:
+        """A buffer over ``nbytes`` of device memory at ``addr`` that someone else owns."""
+        buf = cls.__new__(cls)
+        buf._alloc = None
+        Buffer.__init__(buf, device, nbytes, addr, owned=False)
+        return buf
+
     def _copyin(self, offset: int, host: np.ndarray, stream: CudaStream | None) -> None:
         with guarded(CopyFailed, f"cuda: upload of {host.size} bytes", self.device):
             if stream is None:
@@ -52,11 +64,28 @@ class CudaBuffer(Buffer):
     def _copy_device(self, offset: int, src: Buffer, src_offset: int, nbytes: int,
                      stream: CudaStream | None) -> None:
         s = stream if stream is not None else self.device.stream
-        with guarded(CopyFailed, f"cuda: device copy of {nbytes} bytes", self.device):
-            cuda().memcpy_dtod_async(self.addr + offset, src.addr + src_offset, nbytes,
-                                     s.handle_obj)
-            if stream is None:
-                s.handle_obj.synchronize()
+        if src.device is not self.device:
+            self._copy_peer(offset, src, src_offset, nbytes, s)
+        else:
+            with guarded(CopyFailed, f"cuda: device copy of {nbytes} bytes", self.device):
+                cuda().memcpy_dtod_async(self.addr + offset, src.addr + src_offset, nbytes,
+                                         s.handle_obj)
+        if stream is None:
+            s.synchronize()
+
+    def _copy_peer(self, offset: int, src: Buffer, src_offset: int, nbytes: int,
+                   s: CudaStream) -> None:
+        source: CudaDevice = src.device  # type: ignore[assignment]
+        source.stream.synchronize()  # the source's pending writes land first
+        dst_ctx, src_ctx = self.device.context_handle(), source.context_handle()
+        self.device.enable_peer(source)
+        with guarded(CopyFailed, f"cuda: peer copy of {nbytes} bytes from device "
+                                 f"{source.ordinal} to {self.device.ordinal}", self.device):
+            dst, at = ctypes.c_uint64(self.addr + offset), ctypes.c_uint64(src.addr + src_offset)
+            check(libcuda().cuMemcpyPeerAsync(dst, dst_ctx, at, src_ctx, ctypes.c_size_t(nbytes),
+                                              s.cptr),
+                CopyFailed, f"cuda: cuMemcpyPeerAsync from device {source.ordinal} to "
+                            f"{self.device.ordinal}")
 
     def _fill(self, offset: int, nbytes: int, value: int, stream: CudaStream | None) -> None:
         s = stream if stream is not None else self.device.stream

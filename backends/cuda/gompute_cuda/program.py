@@ -3,9 +3,10 @@
 The argument buffer (:class:`gompute_core.backend.ArgBuffer`) keeps one
 address for the program's life, so the ``extra`` array that hands it to the
 driver (``CU_LAUNCH_PARAM_BUFFER_POINTER``/``_SIZE``) is built once here.
-Context: on the main thread the device's primary context stays pushed; any
-other thread pushes it around the call (pycuda aborts a thread that ends
-with a context still pushed).
+Context: on the main thread the device's primary context stays pushed (another
+device's is swapped out first: :data:`~gompute_cuda.driver.MAIN`); any other
+thread pushes it around the call (pycuda aborts a thread that ends with a
+context still pushed).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING
 from gompute_core.backend import ArgBuffer
 from gompute_core.errors import LaunchFailed, set_last_driver_error
 
-from .driver import check, cuda, libcuda
+from .driver import MAIN, check, cuda, libcuda
 
 if TYPE_CHECKING:
     from .device import CudaDevice
@@ -47,7 +48,7 @@ class CudaLauncher:
     def __call__(self, grid: int, stream: CudaStream) -> None:
         device = self.device
         if _get_ident() == self._main:
-            if not device.main_pushed:
+            if MAIN.device is not device:
                 device.enter()
             code = self._cu_launch(self._cfn, grid, 1, 1, self.block, 1, 1, 0, stream.cptr,
                                    None, self._extra_ptr)
