@@ -63,6 +63,17 @@ def one_process(n: int, backend: str, module: str) -> tuple[np.int64, float]:
         return total, time.perf_counter() - t
 
 
+def _cupy_graph(n: int, chunks: int) -> da.Array:
+    """The same map then sum written with CuPy chunks and Dask's own operations."""
+    size = -(-n // chunks)
+    sizes = (size,) * (n // size) + ((n % size,) if n % size else ())
+    import cupy
+
+    x = da.map_blocks(arange_mod, chunks=(sizes,), dtype=np.int64, module="cupy",
+                      meta=cupy.empty(0, dtype=np.int64))
+    return (x * 3 + 1).sum()
+
+
 def _compute(client: distributed.Client, work: da.Array) -> object:
     return client.compute(work).result()
 
@@ -114,11 +125,18 @@ def main() -> None:
                 distributed.Client(cluster) as client:
             got, t = timed(partial(_compute, client, graph(n, args.chunks, args.backend,
                                                            module)), args.repeats)
+            if args.cupy:  # the peer: the same pipeline in CuPy's own operations
+                peer_graph = partial(_compute, client, _cupy_graph(n, args.chunks))
+                peer, t_peer = timed(peer_graph, args.repeats)
+                assert int(peer) == expected, (workers, peer, expected)
         assert got == expected, (workers, got, expected)
         base = base or t
         print(f"distributed, {workers} worker(s):          {t * 1e3:9.1f} ms   "
               f"speed-up {base / t:5.2f}x vs 1 worker   result identical: {got == single}",
               flush=True)
+        if args.cupy:
+            print(f"  CuPy under Dask, {workers} worker(s):    {t_peer * 1e3:9.1f} ms   "
+                  f"ours / CuPy time {t / t_peer:5.2f}", flush=True)
         report.add(bench, "ours (gompute_core.dask)", workers, base / t)
         report.add(bench, "ideal", workers, workers)
     for path in report.write():
