@@ -28,21 +28,5 @@ def arange_mod(block_info=None, module="numpy"):
     """One chunk of ``arange(n) % 1000`` (i64), made where it runs with NumPy or CuPy."""
     xp = importlib.import_module(module)
     lo, hi = block_info[None]["array-location"][0]
-    if module != "cupy":
-        return xp.arange(lo, hi, dtype=xp.int64) % 1000
-    with xp.cuda.Device(_ordinal_or_zero()):  # on this worker's GPU, where its kernels run
-        return xp.arange(lo, hi, dtype=xp.int64) % 1000
+    return xp.arange(lo, hi, dtype=xp.int64) % 1000
 
-
-def _ordinal_or_zero():
-    try:
-        return worker_ordinal()
-    except ValueError:  # not in a worker (the synchronous scheduler)
-        return 0
-
-
-def worker_ordinal():
-    """The GPU of this worker: its index in the LocalCluster (worker names are 0, 1, ...)."""
-    import distributed
-
-    return int(distributed.get_worker().name)

@@ -35,7 +35,7 @@ from gompute_core.benchreport import BenchReport
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from dask_bench_kernels import AFFINE, TOTAL, Affine, arange_mod, worker_ordinal  # noqa: E402
+from dask_bench_kernels import AFFINE, TOTAL, Affine, arange_mod  # noqa: E402
 
 P = Affine(a=3, b=1)
 
@@ -46,7 +46,7 @@ def graph(n: int, chunks: int, backend: str, module: str) -> da.Array:
     sizes = (size,) * (n // size) + ((n % size,) if n % size else ())
     meta = importlib.import_module(module).empty(0, dtype=np.int64)
     x = da.map_blocks(arange_mod, chunks=(sizes,), dtype=np.int64, module=module, meta=meta)
-    device = None if backend == "cpu" else worker_ordinal
+    device = None  # on GPUs each worker sees only its own GPU, as device 0 (see _cluster)
     y = gd.map_blocks(AFFINE, x, p=P, backend=backend, device=device)
     return gd.reduce(TOTAL, y, backend=backend, device=device)
 
@@ -61,6 +61,20 @@ def one_process(n: int, backend: str, module: str) -> tuple[np.int64, float]:
         kmap.run(data, P)
         total = ksum.run(data)
         return total, time.perf_counter() - t
+
+
+def _cluster(workers: int, backend: str) -> distributed.deploy.Cluster:
+    """``workers`` single-threaded worker processes; on GPUs worker ``k`` sees only GPU ``k``
+    (``CUDA_VISIBLE_DEVICES``, as dask-cuda's LocalCUDACluster arranges), so CuPy's current
+    device and the kernels' device 0 are that GPU."""
+    if backend == "cpu":
+        return distributed.LocalCluster(n_workers=workers, threads_per_worker=1,
+                                        processes=True, dashboard_address=None)
+    specs = {k: {"cls": distributed.Nanny,
+                 "options": {"nthreads": 1, "env": {"CUDA_VISIBLE_DEVICES": str(k)}}}
+             for k in range(workers)}
+    scheduler = {"cls": distributed.Scheduler, "options": {"dashboard_address": None}}
+    return distributed.SpecCluster(workers=specs, scheduler=scheduler)
 
 
 def _cupy_graph(n: int, chunks: int) -> da.Array:
@@ -120,9 +134,7 @@ def main() -> None:
     base = None
     for workers in (int(w) for w in args.workers.split(",")):
         os.environ.update(env)
-        with distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                                      dashboard_address=None) as cluster, \
-                distributed.Client(cluster) as client:
+        with _cluster(workers, args.backend) as cluster, distributed.Client(cluster) as client:
             got, t = timed(partial(_compute, client, graph(n, args.chunks, args.backend,
                                                            module)), args.repeats)
             if args.cupy:  # the peer: the same pipeline in CuPy's own operations
