@@ -33,7 +33,9 @@ import gompute_core as g
 from gompute_core import dask as gd
 from gompute_core.benchreport import BenchReport
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+# the workers import the specs from here; not bench/ itself, whose cuda.py and hip.py
+# would shadow CuPy's `cuda` and hip-python's `hip` packages in every worker
+HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "dask_workers")
 sys.path.insert(0, HERE)
 from dask_bench_kernels import AFFINE, TOTAL, Affine, arange_mod  # noqa: E402
 

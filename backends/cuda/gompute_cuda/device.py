@@ -122,6 +122,15 @@ class CudaDevice(Device):
             self._ctx.push()
             MAIN.device = self
 
+    def reclaim_main_context(self) -> bool:
+        """On the main thread: make this device's context current again if another library
+        replaced it (``cuCtxSetCurrent``); True when it had been replaced."""
+        current = ctypes.c_void_p()
+        lib = libcuda()
+        if lib.cuCtxGetCurrent(ctypes.byref(current)) != 0 or current.value == self._ctx.handle:
+            return False
+        return lib.cuCtxSetCurrent(ctypes.c_void_p(self._ctx.handle)) == 0
+
     def track(self, buf: CudaBuffer) -> None:
         """Remember ``buf`` so :meth:`close` can free it before the context goes."""
         self._buffers.add(buf)

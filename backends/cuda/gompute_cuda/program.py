@@ -27,6 +27,9 @@ if TYPE_CHECKING:
 _get_ident = threading.get_ident
 
 CU_LAUNCH_PARAM_BUFFER_POINTER, CU_LAUNCH_PARAM_BUFFER_SIZE, CU_LAUNCH_PARAM_END = 1, 2, 0
+CONTEXT_LOST = frozenset({201, 400})
+"""``CUDA_ERROR_INVALID_CONTEXT``, ``CUDA_ERROR_INVALID_HANDLE``: what a launch answers when
+the current context is not the one our stream and function belong to."""
 
 
 class CudaLauncher:
@@ -52,6 +55,11 @@ class CudaLauncher:
                 device.enter()
             code = self._cu_launch(self._cfn, grid, 1, 1, self.block, 1, 1, 0, stream.cptr,
                                    None, self._extra_ptr)
+            if code in CONTEXT_LOST and device.reclaim_main_context():
+                # another library replaced the main thread's current context (JAX/XLA
+                # does): make ours current again and launch once more
+                code = self._cu_launch(self._cfn, grid, 1, 1, self.block, 1, 1, 0,
+                                       stream.cptr, None, self._extra_ptr)
         else:
             device.enter()
             try:
