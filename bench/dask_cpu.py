@@ -36,7 +36,8 @@ from gompute_core.benchreport import BenchReport
 # the workers import the specs from here; not bench/ itself, whose cuda.py and hip.py
 # would shadow CuPy's `cuda` and hip-python's `hip` packages in every worker
 HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "dask_workers")
-sys.path.insert(0, HERE)
+sys.path[:] = [HERE, *(p for p in sys.path if os.path.abspath(p or ".") != os.path.dirname(
+    HERE))]
 from dask_bench_kernels import AFFINE, TOTAL, Affine, arange_mod  # noqa: E402
 
 P = Affine(a=3, b=1)
