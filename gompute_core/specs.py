@@ -192,7 +192,14 @@ def _where(fn: Any) -> str:
     return f"{getattr(fn, '__qualname__', fn)} ({code.co_filename}:{code.co_firstlineno})"
 
 
+MAX_NAME_LENGTH = 200
+"""Longest accepted spec name (it becomes a C symbol, file names and cache keys)."""
+
+
 def _check_name(ctor: str, name: Any) -> str:
+    if isinstance(name, str) and len(name) > MAX_NAME_LENGTH:
+        raise InvalidArgument(f"spec name {name[:40]!r}... is {len(name)} characters long; "
+                              f"the limit is {MAX_NAME_LENGTH}")
     if not isinstance(name, str) or not _IDENT.match(name):
         raise InvalidArgument(f"{ctor}: name {name!r} is not a C identifier "
                               "(letters, digits and '_', not starting with a digit)")

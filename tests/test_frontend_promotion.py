@@ -77,8 +77,16 @@ def test_inferred_type_is_numpy_type(key):
         assert ir_fn.ret is expected, (key, a.__name__, b.__name__, ir_fn.ret, expected)
 
 
-def test_conditional_expression_has_the_promoted_type():
-    # Python returns either object as is; statically the Select has the common type
+def test_conditional_expression_of_two_types_is_exact_or_rejected():
+    # Python returns either object as is: one type is a Select of that type; two types are
+    # converted each on its own to a declared return type, and rejected where the
+    # function's type is inferred (it would depend on the path taken)
     for a, b in itertools.product(TYPES, TYPES):
-        (ir_fn,) = lower(lambda x, y: x if x > y else y, [a, b], None, "k")
-        assert ir_fn.ret is np.result_type(a, b).type
+        if a is b:
+            (ir_fn,) = lower(lambda x, y: x if x > y else y, [a, b], None, "k")
+            assert ir_fn.ret is a
+            continue
+        with pytest.raises(KernelSyntaxError, match="alternatives of 'x if x > y else y'"):
+            lower(lambda x, y: x if x > y else y, [a, b], None, "k")
+        (ir_fn,) = lower(lambda x, y: x if x > y else y, [a, b], np.float64, "k")
+        assert ir_fn.ret is np.float64

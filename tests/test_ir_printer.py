@@ -105,7 +105,7 @@ def test_printer_covers_every_node():
     def k(x, n):
         y = g.f32(x) if x > 0 and n != 3 else -g.math.sqrt(g.f32(n))
         z = ~n << 2 | n >> 1 ^ n & 7
-        w = abs(x) + min(x, n) + max(x, 1) + x // 3 + x % 5 + x ** 2
+        w = abs(x) + min(x, n) + max(n, x) + x // 3 + x % 5 + x ** 2
         return y + z + w
 
     (fn,) = lower(k, [i32, i32], np.float64, "k")

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import keyword
 import sys
 import types
 from collections.abc import Callable
@@ -102,6 +103,7 @@ def _make_plain(cls: type, extra: dict[str, Any]) -> ParamsInfo:
             codecs.update(base_info.fields)
             user_post_init = base.__dict__.get("__gompute_post_init__", user_post_init)
     for name, ann in class_annotations(cls, extra):
+        _check_field_name(qual, name)
         path = f"{qual}.{name}"
         codec = resolve(ann, path)
         codecs[name] = codec
@@ -128,6 +130,16 @@ def _make_plain(cls: type, extra: dict[str, Any]) -> ParamsInfo:
     layout, fmt = build_layout(c_struct_name(cls.__module__, cls.__qualname__), field_tuple)
     check_unique_struct_names(layout, qual)
     return ParamsInfo(cls, field_tuple, layout, fmt)
+
+
+def _check_field_name(qual: str, name: str) -> None:
+    """A field name crosses into generated C and Python source: an ASCII identifier that is
+    not a Python keyword."""
+    if not (isinstance(name, str) and name.isascii() and name.isidentifier()):
+        raise AbiError(f"{qual}: field name {name!r} is not an ASCII identifier "
+                       "(letters, digits and '_', not starting with a digit)")
+    if keyword.iskeyword(name):
+        raise AbiError(f"{qual}: field name {name!r} is a Python keyword")
 
 
 def _reject_unannotated(cls: type, annotations: dict[str, Any]) -> None:

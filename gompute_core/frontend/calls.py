@@ -6,14 +6,16 @@ from __future__ import annotations
 import ast
 import builtins
 import types
+from functools import partial
 
 import numpy as np
 
-from ..ir.nodes import CallFunction, CallIntrinsic, Cast
+from ..ir.nodes import CallFunction, CallIntrinsic, Cast, Const
 from ..types import as_scalar_type, f64, i64, is_float
 from . import ops
+from .choice import Choice, Operand, choose, distribute
 from .context import FnContext, Static
-from .expressions import lower_any, lower_expr
+from .expressions import lower_any, lower_operand
 from .kmath import BINARY_INTRINSICS, PREDICATES, intrinsic_of
 from .values import (
     Ty,
@@ -21,6 +23,7 @@ from .values import (
     Value,
     coerce,
     const_of,
+    fold_conversion,
     is_scalar,
     join,
     materialize,
@@ -70,35 +73,38 @@ def lower_call(ctx: FnContext, node: ast.Call) -> Value:
 
 
 def _args(ctx: FnContext, node: ast.Call, text: str, count: int | None = None,
-          at_least: int | None = None) -> list[Value]:
+          at_least: int | None = None) -> list[Operand]:
     if count is not None and len(node.args) != count:
         ctx.fail(node, f"'{text}' takes {count} argument{'s' if count != 1 else ''}, "
                        f"got {len(node.args)}", "Call")
     if at_least is not None and len(node.args) < at_least:
         ctx.fail(node, f"'{text}' takes at least {at_least} arguments, got {len(node.args)}",
                  "Call")
-    values = [lower_expr(ctx, a) for a in node.args]
+    values = [lower_operand(ctx, a) for a in node.args]
     for v, a in zip(values, node.args, strict=True):
-        if not is_scalar(v.type):
+        if isinstance(v, Value) and not is_scalar(v.type):
             ctx.fail(a, f"'{text}' takes numbers, got a {v.ty.describe()}", "Call")
     return values
 
 
-def _cast(ctx: FnContext, node: ast.Call, t: type, text: str) -> Value:
+def _cast(ctx: FnContext, node: ast.Call, t: type, text: str) -> Operand:
+    """``g.T(x)``: each alternative of a Choice is converted on its own (exact)."""
     (v,) = _args(ctx, node, text, 1)
-    if t is np.bool_:
-        return materialize(ctx.typing(node, ops.truth, v))
-    if v.is_weak_const:
-        return Value(ctx.typing(node, const_of, v.py, t))
-    if v.type is not t:
-        return Value(Cast(v.expr, t))
-    return Value(v.expr)
+
+    def one(x: Value) -> Value:
+        if t is np.bool_:
+            return materialize(ops.truth(x))
+        if x.is_weak_const:
+            return Value(const_of(x.py, t))  # type: ignore[arg-type]
+        return Value(x.expr if x.type is t else Cast(x.expr, t))
+
+    return ctx.typing(node, distribute, one, v)
 
 
-def _python_conversion(ctx: FnContext, node: ast.Call, fn: type, text: str) -> Value:
+def _python_conversion(ctx: FnContext, node: ast.Call, fn: type, text: str) -> Operand:
     """``bool(x)``, ``int(x)``, ``float(x)``: Python's conversions, giving Python (weak)
     numbers. ``int`` truncates toward zero; ``bool`` is ``x != 0``; ``float("inf")`` and
-    ``float("nan")`` are constants."""
+    ``float("nan")`` are constants; a constant folds to its Python value."""
     if (fn is builtins.float and len(node.args) == 1 and isinstance(node.args[0], ast.Constant)
             and isinstance(node.args[0].value, str)):
         try:
@@ -106,56 +112,84 @@ def _python_conversion(ctx: FnContext, node: ast.Call, fn: type, text: str) -> V
         except ValueError:
             ctx.fail(node, f"float({node.args[0].value!r}) is not a number", "Call")
     (v,) = _args(ctx, node, text, 1)
-    if fn is builtins.bool:
-        return ctx.typing(node, ops.truth, v)
-    if v.is_weak_const:
-        return ctx.typing(node, weak_const, fn(v.py))
     kind, t = ("int", i64) if fn is builtins.int else ("float", f64)
-    expr = v.expr if v.type is t else Cast(v.expr, t)
-    return Value(expr, kind)
+
+    def one(x: Value) -> Value:
+        if fn is builtins.bool:
+            return ops.truth(x)
+        if isinstance(x.expr, Const):
+            return fold_conversion(fn, x.expr.value)
+        return Value(x.expr if x.type is t else Cast(x.expr, t), kind)  # type: ignore[arg-type]
+
+    return ctx.typing(node, distribute, one, v)
 
 
-def _abs(ctx: FnContext, node: ast.Call) -> Value:
-    (v,) = _args(ctx, node, "abs", 1)
+def _abs_one(v: Value) -> Value:
     if v.is_weak_const:
-        return ctx.typing(node, weak_const, abs(v.py))  # type: ignore[arg-type]
+        return weak_const(abs(v.py))  # type: ignore[arg-type]
     if v.type is np.bool_:
-        return ctx.typing(node, coerce, v, Ty(i64, "int")) if v.weak else v
-    return Value(CallIntrinsic("abs", (v.expr,), v.type), v.weak)
+        return coerce(v, Ty(i64, "int")) if v.weak else v
+    return Value(CallIntrinsic("abs", (v.expr,), v.type), v.weak)  # type: ignore[arg-type]
 
 
-def _min_max(ctx: FnContext, node: ast.Call, which: str) -> Value:
-    """Python's ``min``/``max`` folded left to right over the common promoted type (the first
-    argument wins ties and NaN comparisons, as in Python)."""
-    values = _args(ctx, node, which, at_least=2)
-    t = values[0].ty
-    for v in values[1:]:
-        t = ctx.typing(node, join, t, v.ty)
-    if all(v.is_weak_const for v in values):
+def _abs(ctx: FnContext, node: ast.Call) -> Operand:
+    (v,) = _args(ctx, node, "abs", 1)
+    return ctx.typing(node, distribute, _abs_one, v)
+
+
+def _pick(which: str, text: str, acc: Value, v: Value) -> Operand:
+    """Python's ``min(acc, v)``/``max(acc, v)``: ``v`` replaces ``acc`` only if ``v < acc``
+    (``v > acc``), so the first argument wins ties and NaN comparisons."""
+    if acc.is_weak_const and v.is_weak_const:
         pick = builtins.min if which == "min" else builtins.max
-        return ctx.typing(node, coerce, ctx.typing(node, weak_const, pick(v.py for v in values)), t)
-    conv = [ctx.typing(node, coerce, v, t) for v in values]
-    acc = conv[0].expr
-    for v in conv[1:]:
-        acc = CallIntrinsic(which, (acc, v.expr), t.type)  # type: ignore[arg-type]
-    return Value(acc, t.weak)
+        return weak_const(pick(acc.py, v.py))  # type: ignore[type-var]
+    if acc.ty == v.ty:
+        return Value(CallIntrinsic(which, (acc.expr, v.expr), acc.type), acc.weak)  # type: ignore[arg-type]
+    cond = ops.compare("lt" if which == "min" else "gt", v, acc)
+    if cond.is_weak_const:
+        return v if cond.py else acc
+    return choose(cond.expr, v, acc, text)
 
 
-def _intrinsic(ctx: FnContext, node: ast.Call, name: str, text: str) -> Value:
+def _min_max(ctx: FnContext, node: ast.Call, which: str) -> Operand:
+    """Python's ``min``/``max`` folded left to right; arguments of different types give a
+    Choice of the arguments themselves, unchanged (see :mod:`.choice`)."""
+    values = _args(ctx, node, which, at_least=2)
+    text = ast.unparse(node)
+    acc = values[0]
+    for v in values[1:]:
+        acc = ctx.typing(node, distribute, partial(_pick, which, text), acc, v)
+    return acc
+
+
+def _intrinsic(ctx: FnContext, node: ast.Call, name: str, text: str) -> Operand:
     count = 2 if name in BINARY_INTRINSICS else 1
     values = _args(ctx, node, text, count)
-    t = values[0].ty
-    for v in values[1:]:
-        t = ctx.typing(node, join, t, v.ty)
-    ft = t.type if t.weak is None and is_float(t.type) else f64
-    args = tuple(ctx.typing(node, coerce, v, Ty(ft)).expr for v in values)
-    rtype = np.bool_ if name in PREDICATES else ft
-    return Value(CallIntrinsic(name, args, rtype))  # type: ignore[arg-type]
+
+    def one(*args: Value) -> Value:
+        t = args[0].ty
+        for v in args[1:]:
+            t = join(t, v.ty)
+        ft = t.type if t.weak is None and is_float(t.type) else f64
+        conv = tuple(coerce(v, Ty(ft)).expr for v in args)
+        rtype = np.bool_ if name in PREDICATES else ft
+        return Value(CallIntrinsic(name, conv, rtype))  # type: ignore[arg-type]
+
+    return ctx.typing(node, distribute, one, *values)
 
 
 def _helper(ctx: FnContext, node: ast.Call, fn: types.FunctionType, text: str,
-            ret: Ty | None) -> Value:
-    values = [lower_expr(ctx, a) for a in node.args]
+            ret: Ty | None) -> Operand:
+    """A call of a kernel function; called once per alternative of a Choice argument."""
+    operands = [lower_operand(ctx, a) for a in node.args]
+    if not any(isinstance(v, Choice) for v in operands):
+        return _call_helper(ctx, node, fn, text, ret, operands)  # type: ignore[arg-type]
+    return ctx.typing(node, distribute,
+                      lambda *vs: _call_helper(ctx, node, fn, text, ret, list(vs)), *operands)
+
+
+def _call_helper(ctx: FnContext, node: ast.Call, fn: types.FunctionType, text: str,
+                 ret: Ty | None, values: list[Value]) -> Value:
     arg_tys = [v.ty for v in values]
     if ctx.lower_helper is None:
         ctx.fail(node, f"cannot call '{text}' here", "Call")

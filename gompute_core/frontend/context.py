@@ -90,6 +90,9 @@ class FnContext:
     loop_depth: int = 0
     defined: set[str] = field(default_factory=set)
     lower_helper: Callable[..., Specialization] | None = None
+    declared_ret: bool = False
+    """True when the caller fixes the return type (the spec's element type), so a returned
+    Choice converts each alternative to it on its own."""
 
     # -- errors -------------------------------------------------------------------------
     def fail(self, node: ast.AST | None, message: str, construct: str | None = None) -> NoReturn:

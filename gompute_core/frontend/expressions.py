@@ -6,21 +6,23 @@ from __future__ import annotations
 import ast
 import types
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import numpy as np
 
-from ..ir.nodes import ArrayType, Field, Index, Select, StructType, Var
+from ..ir.nodes import ArrayType, Field, Index, StructType, Var
 from ..types import is_int
 from . import ops
+from .choice import Choice, Operand, choose, distribute, settle, settle_to
 from .context import FnContext, Static
 from .kmath import MathNamespace
 from .values import (
+    Ty,
+    TypingError,
     Value,
-    coerce,
     describe_type,
     is_scalar,
-    join,
     materialize,
     strong_const,
     weak_const,
@@ -79,7 +81,7 @@ def classify(ctx: FnContext, node: ast.AST, obj: Any, text: str) -> Value | Stat
     return Static(obj, text)
 
 
-def lower_any(ctx: FnContext, node: ast.expr) -> Value | Static:
+def lower_any(ctx: FnContext, node: ast.expr) -> Operand | Static:
     """Lower an expression that may name a compile-time object."""
     handler = EXPR_HANDLERS.get(type(node))
     if handler is None:
@@ -87,13 +89,27 @@ def lower_any(ctx: FnContext, node: ast.expr) -> Value | Static:
     return handler(ctx, node)
 
 
-def lower_expr(ctx: FnContext, node: ast.expr) -> Value:
-    """Lower an expression that must be a run-time value."""
+def lower_operand(ctx: FnContext, node: ast.expr) -> Operand:
+    """Lower a run-time value, which may be a Choice of alternatives of different types
+    (see :mod:`.choice`)."""
     v = lower_any(ctx, node)
     if isinstance(v, Static):
         ctx.fail(node, f"'{v.text}' is {_describe_static(v.obj)}, not a value usable in "
                        "kernel code", type(node).__name__)
     return v
+
+
+def lower_expr(ctx: FnContext, node: ast.expr) -> Value:
+    """Lower a run-time value of one type (a Choice must agree in type: see :mod:`.choice`)."""
+    return ctx.typing(node, settle, lower_operand(ctx, node))
+
+
+def condition(ctx: FnContext, node: ast.AST, v: Operand) -> Value:
+    """Python truthiness of ``v`` as a bool (each alternative of a Choice on its own)."""
+    truth = ctx.typing(node, distribute, ops.truth, v)
+    if isinstance(truth, Choice):
+        return ctx.typing(node, settle_to, truth, Ty(np.bool_))
+    return truth
 
 
 def _describe_static(obj: Any) -> str:
@@ -126,6 +142,8 @@ def _name(ctx: FnContext, node: ast.Name) -> Value | Static:
 def _attribute(ctx: FnContext, node: ast.Attribute) -> Value | Static:
     base = lower_any(ctx, node.value)
     text = f"{ast.unparse(node.value)}.{node.attr}"
+    if isinstance(base, Choice):
+        base = ctx.typing(node, settle, base)
     if isinstance(base, Static):
         obj = base.obj
         if not isinstance(obj, (types.ModuleType, type, MathNamespace)):
@@ -175,74 +193,80 @@ def _constant(ctx: FnContext, node: ast.Constant) -> Value:
     return reject(ctx, node, f"{kind} constant")
 
 
-def _binop(ctx: FnContext, node: ast.BinOp) -> Value:
+def _binop(ctx: FnContext, node: ast.BinOp) -> Operand:
     op = _BINOPS.get(type(node.op))
     if op is None:
         return reject(ctx, node, construct_name(node.op))
-    a = lower_expr(ctx, node.left)
-    b = lower_expr(ctx, node.right)
-    return ctx.typing(node, ops.binary, op, a, b)
+    a = lower_operand(ctx, node.left)
+    b = lower_operand(ctx, node.right)
+    return ctx.typing(node, distribute, partial(ops.binary, op), a, b)
 
 
-def _unaryop(ctx: FnContext, node: ast.UnaryOp) -> Value:
-    v = lower_expr(ctx, node.operand)
-    if isinstance(node.op, ast.USub):
-        return ctx.typing(node, ops.negate, v)
-    if isinstance(node.op, ast.Not):
-        return ctx.typing(node, ops.logical_not, v)
-    if isinstance(node.op, ast.Invert):
-        return ctx.typing(node, ops.invert, v)
+def _unary_plus(v: Value) -> Value:
     if not is_scalar(v.type) or v.type is np.bool_:
-        ctx.fail(node, f"unary '+' needs a number, got {v.ty.describe()}", "UAdd")
+        raise TypingError(f"unary '+' needs a number, got {v.ty.describe()}")
     return v
 
 
-def _boolop(ctx: FnContext, node: ast.BoolOp) -> Value:
+_UNARY: dict[type[ast.unaryop], Callable[[Value], Value]] = {
+    ast.USub: ops.negate, ast.Not: ops.logical_not, ast.Invert: ops.invert,
+    ast.UAdd: _unary_plus,
+}
+
+
+def _unaryop(ctx: FnContext, node: ast.UnaryOp) -> Operand:
+    v = lower_operand(ctx, node.operand)
+    return ctx.typing(node, distribute, _UNARY[type(node.op)], v)
+
+
+def _boolop(ctx: FnContext, node: ast.BoolOp) -> Operand:
     op = "and" if isinstance(node.op, ast.And) else "or"
-    acc = lower_expr(ctx, node.values[0])
+    acc = lower_operand(ctx, node.values[0])
     for operand in node.values[1:]:
-        acc = ctx.typing(node, ops.logical, op, acc, lower_expr(ctx, operand))
+        acc = ctx.typing(node, distribute, partial(ops.logical, op), acc,
+                         lower_operand(ctx, operand))
     return acc
 
 
-def _compare(ctx: FnContext, node: ast.Compare) -> Value:
+def _compare(ctx: FnContext, node: ast.Compare) -> Operand:
     """``a < b < c`` is ``a < b and b < c`` (``b`` is pure, evaluating it twice is safe)."""
-    operands = [lower_expr(ctx, node.left)]
-    terms: list[Value] = []
+    operands = [lower_operand(ctx, node.left)]
+    terms: list[Operand] = []
     for cmpop, right_node in zip(node.ops, node.comparators, strict=True):
         op = _CMPOPS.get(type(cmpop))
         if op is None:
             return reject(ctx, node, construct_name(cmpop))
-        operands.append(lower_expr(ctx, right_node))
-        terms.append(ctx.typing(node, ops.compare, op, operands[-2], operands[-1]))
+        operands.append(lower_operand(ctx, right_node))
+        terms.append(ctx.typing(node, distribute, partial(ops.compare, op), operands[-2],
+                                operands[-1]))
     result = terms[0]
     for term in terms[1:]:
-        result = ctx.typing(node, ops.logical, "and", result, term)
+        result = ctx.typing(node, distribute, partial(ops.logical, "and"), result, term)
     return result
 
 
-def _ifexp(ctx: FnContext, node: ast.IfExp) -> Value:
-    cond = ctx.typing(node, ops.truth, lower_expr(ctx, node.test))
+def _ifexp(ctx: FnContext, node: ast.IfExp) -> Operand:
+    """A Select, or a Choice when the alternatives differ in type (Python returns the chosen
+    one unchanged: see :mod:`.choice`)."""
+    cond = condition(ctx, node, lower_operand(ctx, node.test))
     if cond.is_weak_const:
-        return lower_expr(ctx, node.body if cond.py else node.orelse)
-    a = lower_expr(ctx, node.body)
-    b = lower_expr(ctx, node.orelse)
-    t = ctx.typing(node, join, a.ty, b.ty)
-    if not is_scalar(t.type):
-        ctx.fail(node, f"a conditional expression must give numbers, not {describe_type(t.type)}",
-                 "IfExp")
-    a = ctx.typing(node, coerce, a, t)
-    b = ctx.typing(node, coerce, b, t)
-    return Value(Select(cond.expr, a.expr, b.expr, t.type), t.weak)
+        return lower_operand(ctx, node.body if cond.py else node.orelse)
+    a = lower_operand(ctx, node.body)
+    b = lower_operand(ctx, node.orelse)
+    for side in (a, b):
+        if isinstance(side, Value) and not is_scalar(side.type):
+            ctx.fail(node, "a conditional expression must give numbers, not "
+                           f"{describe_type(side.type)}", "IfExp")
+    return ctx.typing(node, choose, cond.expr, a, b, ast.unparse(node))
 
 
-def _call(ctx: FnContext, node: ast.Call) -> Value | Static:
+def _call(ctx: FnContext, node: ast.Call) -> Operand | Static:
     from .calls import lower_call
 
     return lower_call(ctx, node)
 
 
-EXPR_HANDLERS: dict[type[ast.AST], Callable[[FnContext, Any], Value | Static]] = {
+EXPR_HANDLERS: dict[type[ast.AST], Callable[[FnContext, Any], Operand | Static]] = {
     ast.Name: _name,
     ast.Attribute: _attribute,
     ast.Subscript: _subscript,

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 from ..ir.nodes import Assign, Expr, Function, Var
 from .context import FnContext, Param, Program, Specialization, fail_at
+from .limits import MAX_AST_DEPTH, ast_too_deep
 from .names import safe_name
 from .source import FunctionSource, parse_function
 from .statements import always_returns, lower_block
@@ -59,6 +60,12 @@ def lower_function(program: Program, src: FunctionSource, arg_tys: Sequence[Ty |
     an IR Function named ``ir_name`` returning ``ret`` (None: inferred)."""
     names = _param_names(src, arg_tys)
     body = _body(src)
+    for stmt in body:
+        deep = ast_too_deep(stmt)
+        if deep is not None:
+            fail_at(src, deep[0], f"expression nested {deep[1]} levels deep (the limit is "
+                                  f"{MAX_AST_DEPTH}); split it into assignments to locals",
+                    "nesting")
     local_names = frozenset(_assigned_names(body))
     taken: set[str] = set()
     ir_names: dict[str, str] = {}
@@ -75,7 +82,8 @@ def lower_function(program: Program, src: FunctionSource, arg_tys: Sequence[Ty |
 
     def context(var_types: dict[str, Ty], emit: bool, ret_ty: Ty | None) -> FnContext:
         return FnContext(program, src, params, local_names, ir_names, dict(var_types), ret_ty,
-                         emit=emit, lower_helper=lower_helper, defined=set(initial))
+                         emit=emit, lower_helper=lower_helper, defined=set(initial),
+                         declared_ret=ret is not None)
 
     initial = {n: p.ty for n, p in params.items() if n in local_names and p.ty is not None}
     var_types: dict[str, Ty] = dict(initial)

@@ -55,14 +55,35 @@ def _require_scalar(v: Value, what: str) -> None:
         raise TypingError(f"{what} needs a number, got {describe_type(v.type)}")
 
 
+_FOLD_BITS = 128
+"""Constant ints are at most 64 bits wide; a folded shift or power whose result would need
+more than this many bits is rejected before Python computes it (``1 << 2**63`` would
+exhaust memory)."""
+
+
+def _check_fold_size(op: str, a: int | float | bool, b: int | float | bool) -> None:
+    """Reject a constant shift or integer power whose result cannot fit 64 bits, before
+    computing it."""
+    if isinstance(a, float) or isinstance(b, float):
+        return
+    if op == "lshift" and a != 0 and b > _FOLD_BITS:
+        raise TypingError(f"constant expression {a} << {b} does not fit in 64 bits")
+    if op == "pow" and abs(a) > 1 and b * max(int(abs(a)).bit_length() - 1, 1) > _FOLD_BITS:
+        raise TypingError(f"constant expression {a} ** {b} does not fit in 64 bits")
+
+
 def _fold(op: str, a: Value, b: Value) -> Value:
-    """Python's own result for two weak constants."""
+    """Python's own result for two weak constants (a TypingError where Python raises)."""
+    _check_fold_size(op, a.py, b.py)  # type: ignore[arg-type]
     try:
         result = _PY_BINARY[op](a.py, b.py)
     except ZeroDivisionError as exc:
         raise TypingError(f"constant expression divides by zero ({exc})") from None
     except OverflowError as exc:
         raise TypingError(f"constant expression overflows ({exc})") from None
+    except ValueError as exc:  # a negative shift count
+        raise TypingError(f"constant expression {a.py!r} {SYMBOLS[op]} {b.py!r} raises in "
+                          f"Python ({exc})") from None
     if isinstance(result, complex):
         raise TypingError("constant expression has a complex result")
     return weak_const(result)

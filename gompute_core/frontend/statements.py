@@ -10,14 +10,17 @@ from __future__ import annotations
 import ast
 import builtins
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 from ..errors import KernelSyntaxError
-from ..ir.nodes import Assign, Break, Const, Continue, ForRange, If, Return, Stmt, While
+from ..ir.nodes import Assign, Break, Const, Continue, Expr, ForRange, If, Return, Stmt, While
 from ..types import i64, is_int
 from . import ops
+from .choice import Choice, Operand, distribute, settle, settle_store, settle_to
 from .context import FnContext, Static, Unresolved
-from .expressions import _BINOPS, construct_name, lower_any, lower_expr, reject
+from .expressions import _BINOPS, condition, construct_name, lower_any, lower_operand, reject
+from .limits import MAX_IR_DEPTH, ir_depth
 from .values import Ty, Value, coerce, is_scalar
 
 
@@ -35,12 +38,12 @@ def lower_block(ctx: FnContext, body: Sequence[ast.stmt]) -> tuple[Stmt, ...]:
     return tuple(out)
 
 
-def _value_or_unresolved(ctx: FnContext, node: ast.expr) -> Value | None:
+def _value_or_unresolved(ctx: FnContext, node: ast.expr) -> Operand | None:
     """Lower an expression; in collect passes a not-yet-typed local gives None, and so does
     an error: types are still growing there, so the emit pass reports the errors that
     remain with the final types (a helper first called with a narrower type, say)."""
     try:
-        return lower_expr(ctx, node)
+        return lower_operand(ctx, node)
     except Unresolved:
         return None
     except KernelSyntaxError:
@@ -49,12 +52,23 @@ def _value_or_unresolved(ctx: FnContext, node: ast.expr) -> Value | None:
         return None
 
 
+def checked(ctx: FnContext, node: ast.AST, expr: Expr) -> Expr:
+    """``expr`` unless it nests deeper than the renderers accept (KernelSyntaxError)."""
+    depth = ir_depth(expr)
+    if depth > MAX_IR_DEPTH:
+        ctx.fail(node, f"expression nested too deeply after typing (more than {MAX_IR_DEPTH} "
+                       "levels); split it into assignments to locals", "nesting")
+    return expr
+
+
 def _condition(ctx: FnContext, node: ast.expr) -> Value | None:
     v = _value_or_unresolved(ctx, node)
-    return None if v is None else ctx.typing(node, ops.truth, v)
+    return None if v is None else condition(ctx, node, v)
 
 
-def _store(ctx: FnContext, node: ast.AST, name: str, v: Value) -> list[Stmt]:
+def _store(ctx: FnContext, node: ast.AST, name: str, operand: Operand) -> list[Stmt]:
+    local = ctx.var_types.get(name) if ctx.emit else None
+    v = ctx.typing(node, settle_store, operand, local)
     if not is_scalar(v.type):
         ctx.fail(node, f"cannot assign a {v.ty.describe()} to the local '{name}': locals hold "
                        "numbers (use the params path directly)", "Assign")
@@ -63,7 +77,7 @@ def _store(ctx: FnContext, node: ast.AST, name: str, v: Value) -> list[Stmt]:
     if not ctx.emit:
         return []
     value = ctx.typing(node, coerce, v, ctx.var_types[name])
-    return [Assign(ctx.ir_names[name], value.expr)]
+    return [Assign(ctx.ir_names[name], checked(ctx, node, value.expr))]
 
 
 def _target_name(ctx: FnContext, target: ast.expr) -> str:
@@ -99,7 +113,8 @@ def _augassign(ctx: FnContext, node: ast.AugAssign) -> list[Stmt]:
     rhs = _value_or_unresolved(ctx, node.value)
     if current is None or rhs is None:
         return []
-    return _store(ctx, node, name, ctx.typing(node, ops.binary, op, current, rhs))
+    return _store(ctx, node, name, ctx.typing(node, distribute, partial(ops.binary, op), current,
+                                              rhs))
 
 
 def _if(ctx: FnContext, node: ast.If) -> list[Stmt]:
@@ -120,7 +135,7 @@ def _if(ctx: FnContext, node: ast.If) -> list[Stmt]:
         ctx.defined = after_body if after_orelse is None else after_body & after_orelse
     if cond is None:
         return []
-    return [If(cond.expr, body, orelse)]
+    return [If(checked(ctx, node, cond.expr), body, orelse)]
 
 
 def _ends(block: tuple[Stmt, ...]) -> bool:
@@ -141,7 +156,7 @@ def _while(ctx: FnContext, node: ast.While) -> list[Stmt]:
     ctx.defined = before  # the body may run zero times
     if cond is None:
         return []
-    return [While(cond.expr, body)]
+    return [While(checked(ctx, node, cond.expr), body)]
 
 
 def _range_args(ctx: FnContext, node: ast.For) -> list[ast.expr]:
@@ -163,6 +178,8 @@ def _for(ctx: FnContext, node: ast.For) -> list[Stmt]:
     name = node.target.id
     arg_nodes = _range_args(ctx, node)
     values = [_value_or_unresolved(ctx, a) for a in arg_nodes]
+    values = [None if v is None else ctx.typing(a, settle, v)
+              for v, a in zip(values, arg_nodes, strict=True)]
     for v, a in zip(values, arg_nodes, strict=True):
         if v is not None and not (is_scalar(v.type) and (is_int(v.type) or v.weak == "bool")):
             ctx.fail(a, f"range() needs integers, got {v.ty.describe()}", "For")
@@ -179,7 +196,7 @@ def _for(ctx: FnContext, node: ast.For) -> list[Stmt]:
     ctx.defined = before  # the range may be empty: nothing assigned in the loop is certain
     if not ctx.emit or any(v is None for v in values):
         return []
-    bounds = [ctx.typing(node, coerce, v, var_ty).expr for v in values]  # type: ignore[arg-type]
+    bounds = [checked(ctx, node, ctx.typing(node, coerce, v, var_ty).expr) for v in values]  # type: ignore[arg-type]
     if len(bounds) == 1:
         bounds.insert(0, Const(0, var_ty.type))
     if len(bounds) == 2:
@@ -193,15 +210,23 @@ def _for(ctx: FnContext, node: ast.For) -> list[Stmt]:
 def _return(ctx: FnContext, node: ast.Return) -> list[Stmt]:
     if node.value is None:
         ctx.fail(node, "a kernel function must return a value", "Return")
-    v = _value_or_unresolved(ctx, node.value)
-    if v is None:
+    operand = _value_or_unresolved(ctx, node.value)
+    if operand is None:
         return []
+    if isinstance(operand, Choice) and not ctx.emit:
+        ctx.returns.extend(leaf.ty for leaf in operand.leaves())
+        return []
+    if isinstance(operand, Choice) and ctx.declared_ret and ctx.ret is not None:
+        # converted to the declared type, each alternative on its own (exact)
+        ctx.returns.append(ctx.ret)
+        return [Return(checked(ctx, node, ctx.typing(node, settle_to, operand, ctx.ret).expr))]
+    v = ctx.typing(node, settle, operand)
     if not is_scalar(v.type):
         ctx.fail(node, f"a kernel function returns numbers, not a {v.ty.describe()}", "Return")
     ctx.returns.append(v.ty)
     if not ctx.emit or ctx.ret is None:
         return [Return(v.expr)]
-    return [Return(ctx.typing(node, coerce, v, ctx.ret).expr)]
+    return [Return(checked(ctx, node, ctx.typing(node, coerce, v, ctx.ret).expr))]
 
 
 def _loop_jump(ctx: FnContext, node: ast.stmt) -> list[Stmt]:

@@ -60,6 +60,11 @@ class Value:
     weak: WeakKind | None = None
     py: int | float | bool | None = None
 
+    def __post_init__(self) -> None:
+        if self.weak is not None and isinstance(self.expr, Const) and self.py is None:
+            raise RuntimeError(f"internal error: weak constant {self.expr!r} without its "
+                               "Python value")
+
     @property
     def type(self) -> IRType:
         """The IR type of the expression."""
@@ -142,6 +147,15 @@ def weak_const(value: int | float | bool) -> Value:
     elif kind == "float":
         value = float(value)
     return Value(Const(value, WEAK_REPR[kind]), kind, value)
+
+
+def fold_conversion(fn: type, value: int | float | bool) -> Value:
+    """``int(c)`` or ``float(c)`` of a constant's Python value: a weak constant, or a
+    TypingError where Python raises (``int(nan)``, ``int(inf)``)."""
+    try:
+        return weak_const(fn(value))
+    except (ValueError, OverflowError) as exc:
+        raise TypingError(f"{fn.__name__}({value!r}) raises in Python: {exc}") from None
 
 
 def strong_const(value: np.generic) -> Value:

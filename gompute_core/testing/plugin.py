@@ -33,6 +33,10 @@ pytest.register_assert_rewrite("gompute_core.testing._support", "gompute_core.te
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _SUMMARY = pytest.StashKey[list[str]]()
+_FUZZ_SEED = pytest.StashKey[int]()
+
+FUZZ_COUNT = 300
+"""Random kernels per run of the fuzz tier unless ``--gompute-fuzz-count`` says otherwise."""
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -40,6 +44,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--gompute-backend", action="store", default="cpu",
         help="backend the Gompute conformance suite runs against (default: cpu)",
+    )
+    parser.addoption(
+        "--gompute-fuzz-count", action="store", type=int, default=FUZZ_COUNT,
+        help=f"random kernels the differential fuzz tier runs (default: {FUZZ_COUNT})",
+    )
+    parser.addoption(
+        "--gompute-fuzz-seed", action="store", type=int, default=None,
+        help="seed of the fuzz tier's kernels (default: a fresh one, printed in the header)",
     )
 
 
@@ -51,6 +63,34 @@ def pytest_configure(config: pytest.Config) -> None:
         "scalar types `types` (short names); deselected when the backend's BackendInfo "
         "does not support them",
     )
+
+
+def fuzz_seed(config: pytest.Config) -> int:
+    """The fuzz tier's seed: ``--gompute-fuzz-seed``, else one drawn once per run."""
+    if _FUZZ_SEED not in config.stash:
+        given = config.getoption("gompute_fuzz_seed", None)
+        config.stash[_FUZZ_SEED] = int.from_bytes(os.urandom(4), "little") if given is None \
+            else int(given)
+    return config.stash[_FUZZ_SEED]
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    """Print the fuzz seed, so that any run can be repeated."""
+    return (f"gompute fuzz: --gompute-fuzz-seed={fuzz_seed(config)} "
+            f"--gompute-fuzz-count={config.getoption('gompute_fuzz_count')}")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Parametrize the fuzz tier's ``fuzz_index`` over ``--gompute-fuzz-count`` kernels."""
+    if "fuzz_index" in metafunc.fixturenames:
+        count = metafunc.config.getoption("gompute_fuzz_count")
+        metafunc.parametrize("fuzz_index", range(count), ids=lambda k: f"kernel{k}")
+
+
+@pytest.fixture(scope="session")
+def gompute_fuzz_seed(request: pytest.FixtureRequest) -> int:
+    """The fuzz tier's seed (``--gompute-fuzz-seed`` or a fresh one, printed in the header)."""
+    return fuzz_seed(request.config)
 
 
 def pytest_collect_file(file_path: Any, parent: pytest.Collector) -> pytest.Module | None:

@@ -1,0 +1,160 @@
+"""Differential fuzz tier: random kernels against their Python oracle.
+
+Each case is a kernel from :mod:`.fuzzgen` (seed and index in every failure message;
+``--gompute-fuzz-seed`` reproduces a run, ``--gompute-fuzz-count`` sets its size). A
+kernel must either be rejected with a ``KernelSyntaxError`` pointing at a line of its
+own file, or compute, on edge inputs (0, -1, min, max, NaN, +-inf, -0.0, subnormals, and
+every pair of them) and random ones, exactly what the kernel function computes when run
+as Python on NumPy scalars (an outermost transcendental ``g.math`` call within
+``fuzzgen.ULPS``). Elements where the oracle itself is undefined are not compared: Python
+raises (``int(nan)``, a Python int too large for the output, division of Python numbers
+by zero) or NumPy reports an invalid cast (NaN or an out-of-range float converted to an
+integer, which the kernel language leaves undefined).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import warnings
+from typing import Any
+
+import numpy as np
+import pytest
+
+from ..errors import KernelSyntaxError
+from ..types import INT_TYPES, SCALAR_TYPES, short_name
+from ._support import rng_for, ulp_distance, values
+from .fuzzgen import FuzzCase, generate
+
+pytestmark = pytest.mark.gompute()
+
+EDGES = 12
+"""Edge values per input type; every pair of them is an element."""
+
+RANDOM = 48
+"""Random elements after the edge pairs."""
+
+
+def inputs(case: FuzzCase) -> tuple[np.ndarray, np.ndarray]:
+    """Every pair of edge values of A and B, then random pairs."""
+    rng = rng_for("fuzz", case.seed, case.index)
+    ea = values(case.A, EDGES, rng, nan=True)
+    eb = values(case.B, EDGES, rng, nan=True)
+    pa, pb = zip(*itertools.product(ea, eb), strict=True)
+    a = np.concatenate([np.array(pa, case.A), values(case.A, RANDOM, rng, specials=False)])
+    b = np.concatenate([np.array(pb, case.B), values(case.B, RANDOM, rng, specials=False)])
+    return a, b
+
+
+class UndefinedCast(ArithmeticError):
+    """The oracle converted NaN or an out-of-range float to an integer type."""
+
+
+def _float_to_int(x: Any, t: type) -> None:
+    """Raise UndefinedCast where the kernel language leaves ``t(x)`` undefined."""
+    if isinstance(x, (float, np.floating)) and t in INT_TYPES:
+        info = np.iinfo(t)  # type: ignore[type-var]
+        if not (math.isfinite(x) and int(info.min) - 1 < float(x) < int(info.max) + 1):
+            raise UndefinedCast(f"{short_name(t)}({x!r})")
+
+
+class OracleTypes:
+    """Stands for ``gompute_core`` in a fuzz kernel's globals while the oracle runs: the
+    integer casts raise UndefinedCast where the kernel language leaves them undefined
+    (NumPy converts silently); everything else is ``gompute_core``'s."""
+
+    def __getattr__(self, name: str) -> Any:
+        import gompute_core as g
+
+        value = getattr(g, name)
+        if not (isinstance(value, type) and value in INT_TYPES):
+            return value
+
+        def cast(x: Any) -> Any:
+            _float_to_int(x, value)
+            return value(x)
+
+        return cast
+
+
+def oracle(fn: Any, a: np.ndarray, b: np.ndarray, out_t: type) -> tuple[np.ndarray, np.ndarray]:
+    """``fn`` run as Python per element, converted to ``out_t``; and where it is defined."""
+    want = np.zeros(a.size, out_t)
+    defined = np.ones(a.size, bool)
+    real = fn.__globals__["g"]
+    fn.__globals__["g"] = OracleTypes()
+    try:
+        for j in range(a.size):
+            with warnings.catch_warnings(record=True) as caught, \
+                    np.errstate(all="ignore", invalid="warn"):
+                warnings.simplefilter("always")
+                try:
+                    result = fn(a[j], b[j])
+                    _float_to_int(result, out_t)
+                    want[j] = np.asarray(result).astype(out_t)[()]
+                except (ArithmeticError, ValueError):
+                    defined[j] = False
+            if any("cast" in str(w.message) for w in caught):
+                defined[j] = False
+    finally:
+        fn.__globals__["g"] = real
+    return want, defined
+
+
+def compare(case: FuzzCase, got: np.ndarray, want: np.ndarray) -> list[int]:
+    """Indices of the elements where the kernel disagrees with the oracle."""
+    if case.ulps:
+        far = ulp_distance(got, want) > case.ulps
+    else:
+        bits = f"u{got.dtype.itemsize}"
+        far = got.view(bits) != want.view(bits)
+        if got.dtype.kind == "f":
+            far &= ~(np.isnan(got) & np.isnan(want))
+    return [int(j) for j in np.flatnonzero(far)]
+
+
+def check_case(case: FuzzCase, directory: str, backend: str) -> str:
+    """Run one case: ``"rejected"`` or ``"agreed"``; a test failure describing it otherwise."""
+    import gompute_core as g
+
+    fn = case.load(directory)
+    where = f"{directory}/{case.name}.py"
+    repro = (f"fuzz kernel seed {case.seed} index {case.index} "
+             f"(rerun with --gompute-fuzz-seed={case.seed}); A={short_name(case.A)} "
+             f"B={short_name(case.B)} Out={short_name(case.Out)}\n{case.source}")
+    try:
+        spec = g.zip(case.name, case.A, case.B, case.Out, None, fn)
+        kernel = g.Kernel(spec, backend)
+    except KernelSyntaxError as exc:
+        if exc.filename != where or not isinstance(exc.lineno, int):
+            pytest.fail(f"rejected without a line of the kernel's file ({exc}): {repro}")
+        return "rejected"
+    a, b = inputs(case)
+    want, defined = oracle(fn, a, b, case.Out)
+    # the kernel runs only where the oracle is defined: an undefined float-to-int cast
+    # is undefined behaviour in the compiled code too (LLVM may even loop forever)
+    a, b, want = a[defined], b[defined], want[defined]
+    got = np.zeros(a.size, case.Out)
+    with kernel:
+        kernel.run(a, b, got, None)
+    bad = compare(case, got, want)
+    if bad:
+        shown = "; ".join(f"a={a[j]!r} b={b[j]!r}: got {got[j]!r} want {want[j]!r}"
+                          for j in bad[:5])
+        pytest.fail(f"{len(bad)} of {a.size} element(s) differ from the oracle "
+                    f"({shown}): {repro}", pytrace=False)
+    return "agreed"
+
+
+def backend_types(info: Any) -> list[type]:
+    """The scalar types the backend supports."""
+    return [t for t in SCALAR_TYPES if short_name(t) not in set(info.unsupported_types)]
+
+
+def test_fuzz_kernel(fuzz_index: int, gompute_fuzz_seed: int, gompute_backend: str,
+                     gompute_info: Any, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """One random kernel: rejected at a line of its file, or equal to its oracle."""
+    directory = str(tmp_path_factory.mktemp("fuzz", numbered=True))
+    case = generate(gompute_fuzz_seed, fuzz_index, backend_types(gompute_info))
+    check_case(case, directory, gompute_backend)
