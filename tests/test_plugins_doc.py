@@ -13,10 +13,10 @@ import re
 import shlex
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
 import pytest
+import tomllib
 
 from gompute_core.cli import build_parser
 

@@ -21,6 +21,7 @@ import pyopencl as cl
 from gompute_core.backend import ArgBuffer, Artifact, Buffer, Device, Stream
 from gompute_core.errors import (
     AllocFailed,
+    CopyFailed,
     EventFailed,
     InvalidArgument,
     LaunchFailed,
@@ -49,6 +50,12 @@ class OpenCLStream(Stream):
         self.device = device
         self.queue = cl.CommandQueue(device.cl_context, device.cl_device,
                                      properties=cl.command_queue_properties.PROFILING_ENABLE)
+        self.last: cl.Event | None = None
+
+    def track(self, event: cl.Event) -> None:
+        """Remember ``event`` as the newest command of this in-order queue, and submit it."""
+        self.last = event
+        self.queue.flush()
 
     def synchronize(self) -> None:
         """Wait for everything enqueued here."""
@@ -58,16 +65,16 @@ class OpenCLStream(Stream):
             raise SyncFailed(f"opencl: stream synchronize: {driver_error(exc)}") from exc
 
     def query(self) -> bool:
-        """True when everything enqueued here has finished."""
-        marker = cl.enqueue_marker(self.queue)
-        self.queue.flush()
-        return marker.command_execution_status == cl.command_execution_status.COMPLETE
+        """True when everything enqueued here has finished (in order: the newest command)."""
+        last = self.last
+        return last is None or \
+            last.command_execution_status == cl.command_execution_status.COMPLETE
 
     def wait_event(self, event: OpenCLEvent) -> None:
         """Make later work here wait for ``event``."""
         if event.event is None:
             raise EventFailed("opencl: wait_event on an event never recorded")
-        cl.enqueue_barrier(self.queue, wait_for=[event.event])
+        self.track(cl.enqueue_barrier(self.queue, wait_for=[event.event]))
 
     def __repr__(self) -> str:
         return f"<OpenCLStream of opencl:{self.device.ordinal}>"
@@ -86,7 +93,7 @@ class OpenCLEvent:
         if getattr(s, "device", None) is not self.device:
             raise InvalidArgument(f"record: {s!r} is not a stream of {self.device!r}")
         self.event = cl.enqueue_marker(s.queue)
-        s.queue.flush()
+        s.track(self.event)
 
     def _recorded(self, what: str) -> cl.Event:
         if self.event is None:
@@ -120,29 +127,34 @@ class OpenCLBuffer(Buffer):
         self.mem = mem
         self._subs: dict[int, cl.Buffer] = {}
 
-    def _queue(self, stream: Stream | None) -> Any:
-        return (stream if stream is not None else self.device.stream).queue  # type: ignore[attr-defined]
+    def _run(self, stream: Stream | None, enqueue: Any) -> None:
+        """``enqueue(queue)`` on ``stream`` (the default stream, waited for, when None)."""
+        s: OpenCLStream = stream if stream is not None else self.device.stream  # type: ignore[assignment]
+        try:
+            event = enqueue(s.queue)
+        except cl.Error as exc:
+            raise CopyFailed(f"opencl: transfer on {self!r}: {driver_error(exc)}") from exc
+        s.track(event)
+        if stream is None:
+            event.wait()
 
     def _copyin(self, offset: int, host: np.ndarray, stream: Stream | None) -> None:
-        cl.enqueue_copy(self._queue(stream), self.mem, host, dst_offset=offset,
-                        is_blocking=stream is None)
+        self._run(stream, lambda q: cl.enqueue_copy(q, self.mem, host, dst_offset=offset,
+                                                    is_blocking=False))
 
     def _copyout(self, offset: int, host: np.ndarray, stream: Stream | None) -> None:
-        cl.enqueue_copy(self._queue(stream), host, self.mem, src_offset=offset,
-                        is_blocking=stream is None)
+        self._run(stream, lambda q: cl.enqueue_copy(q, host, self.mem, src_offset=offset,
+                                                    is_blocking=False))
 
     def _copy_device(self, offset: int, src: Buffer, src_offset: int, nbytes: int,
                      stream: Stream | None) -> None:
-        event = cl.enqueue_copy(self._queue(stream), self.mem, src.mem,  # type: ignore[attr-defined]
-                                byte_count=nbytes, src_offset=src_offset, dst_offset=offset)
-        if stream is None:
-            event.wait()
+        self._run(stream, lambda q: cl.enqueue_copy(
+            q, self.mem, src.mem, byte_count=nbytes,  # type: ignore[attr-defined]
+            src_offset=src_offset, dst_offset=offset))
 
     def _fill(self, offset: int, nbytes: int, value: int, stream: Stream | None) -> None:
-        event = cl.enqueue_fill_buffer(self._queue(stream), self.mem, np.uint8(value), offset,
-                                       nbytes)
-        if stream is None:
-            event.wait()
+        self._run(stream, lambda q: cl.enqueue_fill_buffer(q, self.mem, np.uint8(value),
+                                                           offset, nbytes))
 
     def _release(self) -> None:
         self.device.forget(self)
@@ -189,12 +201,12 @@ class OpenCLLauncher:
             self.kernel.set_arg(len(self.kinds), np.frombuffer(bytes(raw[at:at + size]),
                                                                np.uint8))
         try:
-            cl.enqueue_nd_range_kernel(stream.queue, self.kernel, (grid * self.block_size,),
-                                       (self.block_size,))
+            event = cl.enqueue_nd_range_kernel(stream.queue, self.kernel,
+                                               (grid * self.block_size,), (self.block_size,))
         except cl.Error as exc:
             raise LaunchFailed(f"opencl: launch of {self.kernel.function_name}: "
                                f"{driver_error(exc)}") from exc
-        stream.queue.flush()
+        stream.track(event)
 
 
 class OpenCLDevice(Device):

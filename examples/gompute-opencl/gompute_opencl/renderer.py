@@ -80,7 +80,12 @@ OPENCL_RESERVED = C_RESERVED | _VECTOR_NAMES | frozenset(
     "exp10 expm1 fabs fdim floor fma fmax fmin fmod frexp hypot ilogb ldexp lgamma log "
     "log10 log1p log2 logb nan nextafter pow pown powr remainder rint rootn round rsqrt "
     "sin sincos sinh sqrt tan tanh tgamma trunc isnan isinf isfinite signbit abs min max "
-    "clamp select mix sign".split())
+    "clamp select mix sign "
+    # other built-ins a kernel name or field could shadow, and the program entry name
+    "main printf atomic_add atomic_sub atomic_xchg atomic_inc atomic_dec atomic_cmpxchg "
+    "atomic_min atomic_max atomic_and atomic_or atomic_xor async_work_group_copy "
+    "wait_group_events prefetch vload vstore shuffle any all bitselect mad mul24 "
+    "mad24 popcount clz rotate upsample hadd rhadd".split())
 """Identifiers an OpenCL C kernel may not redefine (keywords, types, built-ins)."""
 
 
