@@ -18,8 +18,9 @@ What it adds:
   conformance test is skipped with the probe's reason; an unknown backend
   name is a usage error listing the installed ones.
 * fixtures: ``gompute_backend`` (the name), ``gompute_info`` (its
-  ``BackendInfo``) and ``gompute_kernels`` (a session cache of open
-  ``g.Kernel`` handles, one per spec, closed at the end).
+  ``BackendInfo``), ``gompute_kernels`` (a session cache of open
+  ``g.Kernel`` handles, one per spec, closed at the end) and
+  ``gompute_long_work`` (a launch sized to take a while on the backend).
 """
 
 from __future__ import annotations
@@ -214,3 +215,12 @@ def gompute_kernels(gompute_backend: str) -> Iterator[KernelCache]:
     cache = KernelCache(gompute_backend)
     yield cache
     cache.close()
+
+
+@pytest.fixture(scope="session")
+def gompute_long_work(gompute_backend: str) -> Any:
+    """A launch that takes a while on the backend under test (sized once per session; see
+    :mod:`gompute_core.testing._tiers`)."""
+    from gompute_core.testing._tiers import long_work
+
+    return long_work(gompute_backend)

@@ -15,7 +15,7 @@ import pytest
 import gompute_core as g
 
 from ._support import mark
-from ._tiers import LongWork, long_work, timed
+from ._tiers import LongWork, timed
 from .kernels_tiers import TWICE
 
 TIER = "launch"
@@ -29,10 +29,10 @@ def twice(gompute_backend: str) -> Any:
         yield k
 
 
-@pytest.fixture(scope="session")
-def long(gompute_backend: str) -> LongWork:
+@pytest.fixture
+def long(gompute_long_work: LongWork) -> LongWork:
     """Work that takes a while on this backend."""
-    return long_work(gompute_backend)
+    return gompute_long_work
 
 
 @pytest.mark.parametrize("n", [-1, 1.5, "3", None, 2**64])

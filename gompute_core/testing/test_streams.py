@@ -16,17 +16,17 @@ import pytest
 import gompute_core as g
 
 from ._support import mark
-from ._tiers import LongWork, long_work, timed
+from ._tiers import LongWork, timed
 from .kernels_tiers import TWICE
 
 TIER = "streams"
 pytestmark = mark(types=("f32", "u32"), capability="streams")
 
 
-@pytest.fixture(scope="session")
-def long(gompute_backend: str) -> LongWork:
+@pytest.fixture
+def long(gompute_long_work: LongWork) -> LongWork:
     """Work that takes a while on this backend."""
-    return long_work(gompute_backend)
+    return gompute_long_work
 
 
 def test_create_stream(long: LongWork) -> None:
