@@ -1,4 +1,4 @@
-"""CPU backend benchmark: Gompute's numba kernels against the peers DESIGN.md names.
+"""CPU backend benchmark: Gompute's numba kernels against NumPy and numba peers.
 
 Run: ``python bench/cpu.py`` (about a minute; allocates two 2**26 f32 arrays).
 Prints one table: case, peer, peer time, ours, ratio (ours / peer; lower is

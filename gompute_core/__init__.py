@@ -1,6 +1,6 @@
 """Gompute for Python: write a scalar kernel once, run it on any backend.
 
-The public names below are the contract of DESIGN.md. Submodules (and NumPy,
+The public names below are the user-facing contract (README, ``docs/``). Submodules (and NumPy,
 through the scalar types) are imported lazily so that ``import gompute_core``
 stays cheap (no NumPy, no numba, no driver).
 """

@@ -96,9 +96,6 @@ class OpenCLCompiler(Compiler):
         from .renderer import OpenCLRenderer
 
         device = next(d for d in cl_devices() if arch_of(d) == arch)
-        if "double" in source and "cl_khr_fp64" not in _extensions(device):
-            raise CompileFailed(f"opencl: {kernel.name} uses f64 and {arch} has no "
-                                "cl_khr_fp64")
         context = cl.Context([device])
         program = cl.Program(context, source)
         try:
@@ -120,8 +117,7 @@ def gompute_backend_info() -> BackendInfo:
     """Every kind and type (f16 through ``vload_half``/``vstore_half``)."""
     return BackendInfo(name=NAME, version=__version__, api_version=PLUGIN_API_VERSION,
                        priority=50, kinds=KINDS, unsupported_types=(),
-                       description="OpenCL C through pyopencl (any ICD: PoCL, vendor drivers)",
-                       example_arch="pthread-AMD_EPYC")
+                       description="OpenCL C through pyopencl (any ICD: PoCL, vendor drivers)")
 
 
 @hookimpl
