@@ -243,11 +243,26 @@ def build_parser() -> argparse.ArgumentParser:
                        help="write the table (markdown) and, with matplotlib, a PNG chart "
                             "per benchmark to DIR")
     bench.add_argument("rest", nargs=argparse.REMAINDER, help="arguments for the script")
+    certify = sub.add_parser("certify", help="run the conformance suite against a backend "
+                                             "and judge it (exit 0 only when certified)")
+    certify.add_argument("backend", help="installed backend name (cpu, opencl, ...)")
+    certify.add_argument("--junit-xml", metavar="PATH", default=None,
+                         help="write a JUnit XML report for CI")
+    certify.add_argument("pytest_args", nargs=argparse.REMAINDER,
+                         help="further pytest arguments (after --), e.g. -- -x")
     return parser
 
 
+def cmd_certify(args: argparse.Namespace, out: TextIO) -> int:
+    """Run the conformance suite against one backend: identity, tiers, verdict."""
+    from .certify import certify
+
+    extra = [a for a in args.pytest_args if a != "--"]
+    return certify(args.backend, junit_xml=args.junit_xml, pytest_args=extra, out=out)
+
+
 _COMMANDS = {"info": cmd_info, "doctor": cmd_doctor, "demo": cmd_demo, "build": cmd_build,
-             "bench": cmd_bench}
+             "bench": cmd_bench, "certify": cmd_certify}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

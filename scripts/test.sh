@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Set up a fresh test environment and run every test that can run on this machine:
-# the repo's unit tests (core, CPU, CUDA compile-only, HIP compile-only) and the
-# conformance suite against the CPU backend. GPU tests skip with a one-line reason.
+# the repo's unit tests (core, CPU, CUDA compile-only, HIP compile-only), then
+# `gompute certify` of the CPU backend and of the OpenCL example on PoCL's CPU device
+# (each runs the conformance suite once and exits non-zero unless certified).
+# GPU tests skip with a one-line reason.
 # Usage: bash scripts/test.sh            (venv in .venv-test; override with GOMPUTE_VENV=path)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,7 +17,13 @@ py="$venv/bin/python"
 bash backends/hip/install-rocm.sh "$py"
 bash backends/cuda/install-pycuda.sh "$py"
 "$py" -m pip install -q ".[test]" ./backends/cpu ./backends/cuda ./backends/hip
+# The third-party-style OpenCL backend, with PoCL as its CPU OpenCL device.
+"$py" -m pip install -q pyopencl pocl-binary-distribution ./examples/gompute-opencl
 # The venv may sit inside the tree (the default does): lint only the project's files.
 "$venv/bin/ruff" check --extend-exclude "$venv" .
 "$venv/bin/gompute" info
-exec "$py" -m pytest -q -p no:cacheprovider tests --pyargs gompute_core.testing --gompute-backend=cpu "$@"
+status=0
+"$py" -m pytest -q -p no:cacheprovider tests "$@" || status=1
+"$venv/bin/gompute" certify cpu --junit-xml "$venv/certify-cpu.xml" || status=1
+"$venv/bin/gompute" certify opencl --junit-xml "$venv/certify-opencl.xml" || status=1
+exit "$status"

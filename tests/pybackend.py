@@ -41,7 +41,7 @@ from gompute_core.backend import (
     Stream,
     hookimpl,
 )
-from gompute_core.errors import CompileFailed, InvalidArgument
+from gompute_core.errors import CompileFailed, InvalidArgument, NoDevice
 from gompute_core.ir.kernel import KernelIR
 from gompute_core.specs import Spec, registered_spec
 
@@ -309,4 +309,6 @@ class PyBackend:
 
     @hookimpl
     def gompute_device(self, ordinal: int) -> PyDevice:
+        if not 0 <= ordinal < self.devices:
+            raise NoDevice(f"{self.name}: {self.devices} device(s), no ordinal {ordinal}")
         return self.device_class(self.name, ordinal)

@@ -5,12 +5,16 @@ and device but corrupts results (the last output element's lowest bit, or
 the last element of a reduction); the suite, run with pytester against it,
 must fail exactly where the corruption shows. The same backend declares
 ``f64`` unsupported and no ``scatter`` kind, and the suite must deselect those
-tests (not skip them by name).
+tests (not skip them by name). An "asyncmutant" with truly asynchronous
+streams passes the buffers, launch, streams, devices and threads tiers, and
+each of seven breakages of it (``GOMPUTE_MUTANT_BREAK``) fails the tier that
+covers it.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -83,12 +87,14 @@ def test_plugin_import_is_light() -> None:
 # ---------------------------------------------------------------- the suite, run for real
 # The suite runs in a subprocess: pytester's in-process mode unloads the modules a run
 # imported, and numba cannot be imported twice in one process.
-MUTANT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "conformance_mutant.py")
+HERE = os.path.dirname(os.path.abspath(__file__))
+MUTANT = os.path.join(HERE, "conformance_mutant.py")
 
 
 def _run_suite(pytester: pytest.Pytester, *args: str, mutant: bool = True) -> pytest.RunResult:
     pytest.importorskip("gompute_cpu")
     shutil.copy(MUTANT, pytester.path / "conformance_mutant.py")
+    shutil.copy(os.path.join(HERE, "pybackend.py"), pytester.path / "pybackend.py")
     plugin = ("-p", "conformance_mutant") if mutant else ()
     return pytester.runpytest_subprocess(*plugin, "--pyargs", "gompute_core.testing", "-p",
                                          "no:cacheprovider", *args, timeout=600)
@@ -123,3 +129,39 @@ def test_unknown_backend_is_a_usage_error(pytester: pytest.Pytester) -> None:
                         "-k", "test_map and map_i32-1", mutant=False)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "no_such_backend" in result.stderr.str() + result.stdout.str()
+
+
+# ---------------------------------------------------------------- each tier catches its breakage
+TIER_TESTS = "test_buffers or test_launch_checks or test_streams or test_devices or test_threads"
+
+CAUGHT_BY = {
+    "": (),
+    "unchecked": ("test_buffers.py::test_past_the_end_is_refused[upload_at]",
+                  "test_buffers.py::test_use_after_free_is_refused[download]"),
+    "offset": ("test_buffers.py::test_upload_at_and_download_at[333-1000]",),
+    "copy_from": ("test_buffers.py::test_copy_from",),
+    "addr0": ("test_buffers.py::test_device_addresses",),
+    "query": ("test_launch_checks.py::test_query_does_not_report_pending_work_as_done",
+              "test_streams.py::test_query_on_a_created_stream"),
+    "stream": ("test_streams.py::test_assigned_stream_is_honoured",),
+    "create_stream": ("test_streams.py::test_create_stream",),
+}
+"""Per breakage of the asyncmutant (none: the baseline), tests that must fail."""
+
+
+@pytest.mark.parametrize("breakage", list(CAUGHT_BY), ids=lambda b: b or "baseline")
+def test_each_tier_catches_its_breakage(pytester: pytest.Pytester,
+                                        monkeypatch: pytest.MonkeyPatch, breakage: str) -> None:
+    """The unbroken asyncmutant passes the tiers; each breakage fails where it should."""
+    monkeypatch.setenv("GOMPUTE_MUTANT_BREAK", breakage)
+    result = _run_suite(pytester, "--gompute-backend=asyncmutant", "-q", "-rf",
+                        "-k", TIER_TESTS)
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("passed", 0) >= 30, result.stdout.str()[-3000:]
+    if not breakage:
+        assert result.ret == pytest.ExitCode.OK, result.stdout.str()[-3000:]
+        return
+    text = result.stdout.str()
+    for test in CAUGHT_BY[breakage]:
+        assert re.search(rf"^FAILED \S*{re.escape(test)}", text, re.M), \
+            f"{breakage}: {test} did not fail:\n{text[-3000:]}"

@@ -93,13 +93,14 @@ def int_literal(value: int, t: IRType) -> str:
 
 
 def float_literal(value: float, t: IRType, bits_fn: dict[str, str]) -> str:
-    """A C literal of float type ``t``; non-finite values go through ``bits_fn``."""
+    """A C literal of float type ``t``; non-finite values go through ``bits_fn`` (the f64 bits
+    cast to ``gp_i64``: OpenCL's ``as_double`` takes a ``long``, not a ``long long``)."""
     value = float(value)
     if t is np.float64:
         if math.isfinite(value):
             return f"({value!r})"
         raw = struct.unpack("<q", struct.pack("<d", value))[0]
-        return f"{bits_fn['f64']}({raw}LL)"
+        return f"{bits_fn['f64']}((gp_i64){raw}LL)"
     if math.isfinite(value):
         return f"({value!r}f)"
     raw = struct.unpack("<i", struct.pack("<f", value))[0]

@@ -25,7 +25,13 @@ from typing import Any
 
 import pluggy
 
-from ..errors import BackendUnavailable, InvalidArgument, NoDevice, UnsupportedBackend
+from ..errors import (
+    BackendUnavailable,
+    GomputeError,
+    InvalidArgument,
+    NoDevice,
+    UnsupportedBackend,
+)
 from ..runtime.diskcache import CompileCache
 from . import hookspecs
 from .records import PLUGIN_API_VERSION, Artifact, Availability, BackendInfo, CompileRequest
@@ -173,9 +179,20 @@ def _add(plugin: Any, fallback_name: str, source: str) -> BackendRecord:
             f"the plugin implements plugin API version {info.api_version}; this gompute-core "
             f"expects API version {PLUGIN_API_VERSION} (install matching versions of the core "
             "and the plugin; plugins.md has the migration notes)", source))
-    if info.name in state.records and state.records[info.name].loaded:
+    existing = state.records.get(info.name)
+    if existing is not None and existing.loaded:
+        if existing.source.startswith("entry point") and source.startswith("entry point"):
+            # two installed distributions claim one name: which one wins would depend on
+            # discovery order, so neither does, and the name says why
+            state.pm.unregister(existing.plugin)
+            state.probes.pop(info.name, None)
+            record = BackendRecord(info.name, existing.info, (
+                f"backend name {info.name!r} is already provided by {existing.source}, and "
+                f"also by {source}: uninstall one of them"), f"{existing.source}; {source}")
+            state.records[info.name] = record
+            return record
         return _refuse(BackendRecord(info.name, info, f"backend name {info.name!r} is already "
-                                     f"provided by {state.records[info.name].source}", source))
+                                     f"provided by {existing.source}", source))
     pm = state.pm
     try:
         pm.register(plugin, name=f"{fallback_name}@{id(plugin):x}")
@@ -296,6 +313,18 @@ def probe(name: str) -> Availability:
     return result
 
 
+def _guarded(rec: BackendRecord, hook: str, **kwargs: Any) -> Any:
+    """``rec``'s own ``hook``; an exception that is not a Gompute error (a plugin bug)
+    becomes ``BackendUnavailable`` naming the backend, the hook and the exception."""
+    try:
+        return rec.call(hook, **kwargs)
+    except GomputeError:
+        raise
+    except Exception as exc:
+        raise BackendUnavailable(f"backend {rec.name!r} ({rec.source}): {hook} raised "
+                                 f"{_last_line(exc)}") from exc
+
+
 def compiler(name: str) -> Any:
     """The :class:`~gompute_core.backend.compiler.Compiler` of loaded backend ``name``
     (asked of its plugin once per process)."""
@@ -306,7 +335,7 @@ def compiler(name: str) -> Any:
         if comp is None:
             from ..backend.compiler import Compiler
 
-            comp = rec.call("gompute_compiler")
+            comp = _guarded(rec, "gompute_compiler")
             if not isinstance(comp, Compiler):
                 raise UnsupportedBackend(f"backend {name!r}: gompute_compiler returned "
                                          f"{comp!r}, not a gompute_core.backend.Compiler")
@@ -350,7 +379,7 @@ def open_device(name: str, ordinal: int = 0) -> Any:
                            f"ordinal {ordinal} does not exist")
         from ..backend.device import Device
 
-        device = record(name).call("gompute_device", ordinal=ordinal)
+        device = _guarded(record(name), "gompute_device", ordinal=ordinal)
         if not isinstance(device, Device):
             raise UnsupportedBackend(f"backend {name!r}: gompute_device returned {device!r}, "
                                      "not a gompute_core.backend.Device")

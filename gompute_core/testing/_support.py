@@ -44,10 +44,12 @@ def size_of(size_id: str, block_size: int) -> int:
     return table[size_id]
 
 
-def mark(kind: str | None = None, types: Sequence[type | str] = ()) -> pytest.MarkDecorator:
-    """The ``gompute`` marker for a test needing ``kind`` and ``types``."""
+def mark(kind: str | None = None, types: Sequence[type | str] = (),
+         capability: str | None = None) -> pytest.MarkDecorator:
+    """The ``gompute`` marker for a test needing ``kind``, ``types`` and a device
+    ``capability``."""
     names = tuple(t if isinstance(t, str) else short_name(t) for t in types)
-    return pytest.mark.gompute(kind=kind, types=names)
+    return pytest.mark.gompute(kind=kind, types=names, capability=capability)
 
 
 def cases(entries: Sequence[Entry]) -> list[Any]:

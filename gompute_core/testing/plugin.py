@@ -7,16 +7,20 @@ time; the backend registry is touched only when a collected test carries the
 What it adds:
 
 * ``--gompute-backend=NAME`` (default ``cpu``): the backend under test.
-* the ``gompute(kind=..., types=...)`` marker. Every conformance test carries
-  it; after collection, tests whose ``types`` include one of the backend's
-  ``BackendInfo.unsupported_types`` or whose ``kind`` is not in
-  ``BackendInfo.kinds`` are *deselected* (reported in the summary), never
-  skipped by name. When the backend is installed but unavailable here, every
+* the ``gompute(kind=..., types=..., capability=...)`` marker. Every
+  conformance test carries it; after collection, tests whose ``types``
+  include one of the backend's ``BackendInfo.unsupported_types``, whose
+  ``kind`` is not in ``BackendInfo.kinds`` or whose ``capability`` device 0
+  does not declare (``Device.capabilities``) are *deselected* (reported in
+  the summary), never skipped by name. Each test module names its *tier*
+  (module attribute ``TIER``, default ``"kinds"``): :func:`tier_of`, which
+  ``gompute certify`` tabulates. When the backend is installed but unavailable here, every
   conformance test is skipped with the probe's reason; an unknown backend
   name is a usage error listing the installed ones.
 * fixtures: ``gompute_backend`` (the name), ``gompute_info`` (its
-  ``BackendInfo``) and ``gompute_kernels`` (a session cache of open
-  ``g.Kernel`` handles, one per spec, closed at the end).
+  ``BackendInfo``), ``gompute_kernels`` (a session cache of open
+  ``g.Kernel`` handles, one per spec, closed at the end) and
+  ``gompute_long_work`` (a launch sized to take a while on the backend).
 """
 
 from __future__ import annotations
@@ -59,9 +63,9 @@ def pytest_configure(config: pytest.Config) -> None:
     """Register the ``gompute`` marker."""
     config.addinivalue_line(
         "markers",
-        "gompute(kind=None, types=()): a Gompute conformance test for spec kind `kind` over "
-        "scalar types `types` (short names); deselected when the backend's BackendInfo "
-        "does not support them",
+        "gompute(kind=None, types=(), capability=None): a Gompute conformance test for spec "
+        "kind `kind` over scalar types `types` (short names) needing device capability "
+        "`capability`; deselected when the backend does not declare them",
     )
 
 
@@ -107,16 +111,41 @@ def pytest_collect_file(file_path: Any, parent: pytest.Collector) -> pytest.Modu
     return pytest.Module.from_parent(parent, path=file_path)
 
 
-def _requirements(item: pytest.Item) -> tuple[set[str], set[str]]:
-    """The kinds and type names the ``gompute`` markers of ``item`` declare."""
+TIERS = ("kinds", "buffers", "launch", "streams", "compile", "devices", "threads", "names")
+"""The conformance tiers, in the order ``gompute certify`` reports them."""
+
+
+def tier_of(item: pytest.Item) -> str:
+    """The tier of a collected conformance test (its module's ``TIER``)."""
+    module = getattr(item, "module", None)
+    return str(getattr(module, "TIER", "kinds"))
+
+
+def _requirements(item: pytest.Item) -> tuple[set[str], set[str], set[str]]:
+    """The kinds, type names and capabilities the ``gompute`` markers of ``item`` declare."""
     kinds: set[str] = set()
     types: set[str] = set()
+    capabilities: set[str] = set()
     for mark in item.iter_markers("gompute"):
         kind = mark.kwargs.get("kind")
         if kind:
             kinds.add(kind)
         types.update(mark.kwargs.get("types", ()))
-    return kinds, types
+        capability = mark.kwargs.get("capability")
+        if capability:
+            capabilities.add(capability)
+    return kinds, types, capabilities
+
+
+def _capabilities(name: str) -> frozenset[str] | None:
+    """What device 0 of ``name`` declares; None when it cannot be opened (the tests then
+    fail or skip on their own, with the reason)."""
+    from gompute_core.plugins import manager
+
+    try:
+        return frozenset(manager.open_device(name, 0).capabilities)
+    except Exception:
+        return None
 
 
 def _backend_record(name: str) -> Any:
@@ -149,10 +178,13 @@ def pytest_collection_modifyitems(config: pytest.Config,
     info = rec.info
     unsupported = set(info.unsupported_types)
     kinds = set(info.kinds)
+    available = rec.availability.available
+    declared = _capabilities(name) if available else frozenset()
     deselected: list[pytest.Item] = []
     for it in suite:
-        need_kinds, need_types = _requirements(it)
-        if need_types & unsupported or need_kinds - kinds:
+        need_kinds, need_types, need_caps = _requirements(it)
+        if need_types & unsupported or need_kinds - kinds or \
+                (declared is not None and need_caps - declared):
             deselected.append(it)
     if deselected:
         gone = {id(it) for it in deselected}
@@ -161,7 +193,8 @@ def pytest_collection_modifyitems(config: pytest.Config,
     summary.append(
         f"gompute conformance: backend {name!r} {info.version} (api {info.api_version}); "
         f"kinds {', '.join(info.kinds)}; unsupported types "
-        f"{', '.join(info.unsupported_types) or 'none'}; {len(deselected)} test(s) deselected")
+        f"{', '.join(info.unsupported_types) or 'none'}; capabilities "
+        f"{', '.join(sorted(declared or ())) or 'none'}; {len(deselected)} test(s) deselected")
     avail = rec.availability
     if not avail.available:
         reason = f"gompute backend {name!r} is unavailable here: {avail.reason}"
@@ -222,3 +255,12 @@ def gompute_kernels(gompute_backend: str) -> Iterator[KernelCache]:
     cache = KernelCache(gompute_backend)
     yield cache
     cache.close()
+
+
+@pytest.fixture(scope="session")
+def gompute_long_work(gompute_backend: str) -> Any:
+    """A launch that takes a while on the backend under test (sized once per session; see
+    :mod:`gompute_core.testing._tiers`)."""
+    from gompute_core.testing._tiers import long_work
+
+    return long_work(gompute_backend)

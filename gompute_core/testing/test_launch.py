@@ -29,6 +29,7 @@ from ._support import (
 )
 from .catalogue import Entry, entry
 
+TIER = "launch"
 pytestmark = pytest.mark.gompute()
 
 SIZES = (0, 1, 257, 100_003)

@@ -54,6 +54,15 @@ class CpuCompiler(Compiler):
         """``"numba X (llvmlite Y)"``."""
         return compiler_version()
 
+    def check_arch(self, arch: str) -> str:
+        """This host's CPU name only: numba compiles the module for the machine that loads
+        it, so an artifact "for" another CPU would be a promise nothing keeps."""
+        host = host_arch()
+        if arch != host:
+            raise InvalidArgument(f"arch: the CPU backend compiles for this host ({host!r}), "
+                                  f"not {arch!r}")
+        return arch
+
     def render(self, kernel: KernelIR, arch: str) -> str:
         """The complete Python module (``Unsupported`` for f16)."""
         from .kernels import render_module

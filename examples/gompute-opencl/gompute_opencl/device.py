@@ -1,0 +1,306 @@
+"""The OpenCL device: buffers, command queues as streams, markers as events, launchers.
+
+OpenCL has no device addresses a host can do arithmetic on (``cl_mem`` is a
+handle), while the core packs each launch's pointers as 64-bit addresses.
+So each buffer gets a *synthetic* address from a private range, and a
+launcher resolves the packed addresses back to ``cl_mem`` objects (an
+address inside a buffer becomes a sub-buffer at that offset).
+"""
+
+from __future__ import annotations
+
+import bisect
+import struct
+import threading
+import weakref
+from typing import Any
+
+import numpy as np
+import pyopencl as cl
+
+from gompute_core.backend import ArgBuffer, Artifact, Buffer, Device, Stream
+from gompute_core.errors import (
+    AllocFailed,
+    CopyFailed,
+    EventFailed,
+    InvalidArgument,
+    LaunchFailed,
+    ModuleLoadFailed,
+    SyncFailed,
+    set_last_driver_error,
+)
+from gompute_core.ir.kernel import KernelIR
+
+ADDRESS_BASE = 1 << 44
+"""Synthetic buffer addresses start here (never 0, so a null pointer stays invalid)."""
+ADDRESS_ALIGN = 1 << 12
+
+
+def driver_error(exc: cl.Error) -> str:
+    """Record ``exc``'s OpenCL status code as this thread's last driver error; its text."""
+    code = getattr(exc, "code", -1)
+    set_last_driver_error("opencl", code if isinstance(code, int) else -1)
+    return str(exc)
+
+
+class OpenCLStream(Stream):
+    """An in-order command queue (with profiling, for event timing)."""
+
+    def __init__(self, device: OpenCLDevice) -> None:
+        self.device = device
+        self.queue = cl.CommandQueue(device.cl_context, device.cl_device,
+                                     properties=cl.command_queue_properties.PROFILING_ENABLE)
+        self.last: cl.Event | None = None
+
+    def track(self, event: cl.Event) -> None:
+        """Remember ``event`` as the newest command of this in-order queue, and submit it."""
+        self.last = event
+        self.queue.flush()
+
+    def synchronize(self) -> None:
+        """Wait for everything enqueued here."""
+        try:
+            self.queue.finish()
+        except cl.Error as exc:
+            raise SyncFailed(f"opencl: stream synchronize: {driver_error(exc)}") from exc
+
+    def query(self) -> bool:
+        """True when everything enqueued here has finished (in order: the newest command)."""
+        last = self.last
+        return last is None or \
+            last.command_execution_status == cl.command_execution_status.COMPLETE
+
+    def wait_event(self, event: OpenCLEvent) -> None:
+        """Make later work here wait for ``event``."""
+        if event.event is None:
+            raise EventFailed("opencl: wait_event on an event never recorded")
+        self.track(cl.enqueue_barrier(self.queue, wait_for=[event.event]))
+
+    def __repr__(self) -> str:
+        return f"<OpenCLStream of opencl:{self.device.ordinal}>"
+
+
+class OpenCLEvent:
+    """A marker in a queue: ``record``, ``synchronize``, ``query``, ``elapsed_us``."""
+
+    def __init__(self, device: OpenCLDevice) -> None:
+        self.device = device
+        self.event: cl.Event | None = None
+
+    def record(self, stream: OpenCLStream | None = None) -> None:
+        """Mark the current end of ``stream`` (default: the device's)."""
+        s = stream if stream is not None else self.device.stream
+        if getattr(s, "device", None) is not self.device:
+            raise InvalidArgument(f"record: {s!r} is not a stream of {self.device!r}")
+        self.event = cl.enqueue_marker(s.queue)
+        s.track(self.event)
+
+    def _recorded(self, what: str) -> cl.Event:
+        if self.event is None:
+            raise EventFailed(f"opencl: event {what} before record()")
+        return self.event
+
+    def synchronize(self) -> None:
+        """Wait until the marker is reached."""
+        self._recorded("synchronize").wait()
+
+    def query(self) -> bool:
+        """True when the marker has been reached."""
+        status = self._recorded("query").command_execution_status
+        return status == cl.command_execution_status.COMPLETE
+
+    def elapsed_us(self, start: OpenCLEvent) -> float:
+        """Microseconds from ``start`` to this event (both complete)."""
+        end, begin = self._recorded("elapsed_us"), start._recorded("elapsed_us")
+        end.wait()
+        begin.wait()
+        return (end.profile.end - begin.profile.end) / 1000.0
+
+
+class OpenCLBuffer(Buffer):
+    """A ``cl_mem`` of ``nbytes`` bytes (at least one byte is allocated)."""
+
+    __slots__ = ("mem", "_subs")
+
+    def __init__(self, device: OpenCLDevice, mem: cl.Buffer, nbytes: int, addr: int) -> None:
+        super().__init__(device, nbytes, addr)
+        self.mem = mem
+        self._subs: dict[int, cl.Buffer] = {}
+
+    def _run(self, stream: Stream | None, enqueue: Any) -> None:
+        """``enqueue(queue)`` on ``stream`` (the default stream, waited for, when None)."""
+        s: OpenCLStream = stream if stream is not None else self.device.stream  # type: ignore[assignment]
+        try:
+            event = enqueue(s.queue)
+        except cl.Error as exc:
+            raise CopyFailed(f"opencl: transfer on {self!r}: {driver_error(exc)}") from exc
+        s.track(event)
+        if stream is None:
+            event.wait()
+
+    def _copyin(self, offset: int, host: np.ndarray, stream: Stream | None) -> None:
+        self._run(stream, lambda q: cl.enqueue_copy(q, self.mem, host, dst_offset=offset,
+                                                    is_blocking=False))
+
+    def _copyout(self, offset: int, host: np.ndarray, stream: Stream | None) -> None:
+        self._run(stream, lambda q: cl.enqueue_copy(q, host, self.mem, src_offset=offset,
+                                                    is_blocking=False))
+
+    def _copy_device(self, offset: int, src: Buffer, src_offset: int, nbytes: int,
+                     stream: Stream | None) -> None:
+        self._run(stream, lambda q: cl.enqueue_copy(
+            q, self.mem, src.mem, byte_count=nbytes,  # type: ignore[attr-defined]
+            src_offset=src_offset, dst_offset=offset))
+
+    def _fill(self, offset: int, nbytes: int, value: int, stream: Stream | None) -> None:
+        self._run(stream, lambda q: cl.enqueue_fill_buffer(q, self.mem, np.uint8(value),
+                                                           offset, nbytes))
+
+    def _release(self) -> None:
+        self.device.forget(self)
+        for sub in self._subs.values():
+            sub.release()
+        self._subs.clear()
+        self.mem.release()
+
+    def at(self, offset: int) -> cl.Buffer:
+        """The ``cl_mem`` starting ``offset`` bytes in (a cached sub-buffer past 0)."""
+        if offset == 0:
+            return self.mem
+        sub = self._subs.get(offset)
+        if sub is None:
+            align = self.device.cl_device.mem_base_addr_align // 8
+            if offset % align:
+                raise LaunchFailed(f"opencl: a pointer {offset} bytes into a buffer is not "
+                                   f"aligned to the device's {align}-byte sub-buffer rule")
+            sub = self._subs[offset] = self.mem.get_sub_region(offset, self.nbytes - offset)
+        return sub
+
+
+class OpenCLLauncher:
+    """``launcher(grid, stream)``: set the kernel's arguments from the packed buffer, enqueue."""
+
+    def __init__(self, device: OpenCLDevice, kernel: cl.Kernel, kir: KernelIR,
+                 args: ArgBuffer) -> None:
+        self.device, self.kernel, self.args = device, kernel, args
+        self.block_size = kir.block_size
+        layout = args.layout
+        self.kinds = [slot.kind for slot in layout.slots if slot.kind != "params"]
+        self.leading = struct.Struct(layout.leading_format())
+        self.params = next(((s.offset, s.size) for s in layout.slots if s.kind == "params"),
+                           None)
+
+    def __call__(self, grid: int, stream: OpenCLStream) -> None:
+        raw = self.args.data
+        for i, (kind, value) in enumerate(zip(self.kinds, self.leading.unpack_from(raw),
+                                              strict=True)):
+            self.kernel.set_arg(i, self.device.resolve(value) if kind == "pointer"
+                                else np.uint64(value))
+        if self.params is not None:
+            at, size = self.params
+            self.kernel.set_arg(len(self.kinds), np.frombuffer(bytes(raw[at:at + size]),
+                                                               np.uint8))
+        try:
+            event = cl.enqueue_nd_range_kernel(stream.queue, self.kernel,
+                                               (grid * self.block_size,), (self.block_size,))
+        except cl.Error as exc:
+            raise LaunchFailed(f"opencl: launch of {self.kernel.function_name}: "
+                               f"{driver_error(exc)}") from exc
+        stream.track(event)
+
+
+class OpenCLDevice(Device):
+    """One OpenCL device with its context, default queue and program cache."""
+
+    backend = "opencl"
+    capabilities = frozenset({"streams", "events"})
+
+    def __init__(self, ordinal: int, cl_device: cl.Device, arch: str) -> None:
+        self.ordinal, self.cl_device, self.arch = ordinal, cl_device, arch
+        self.name = cl_device.name
+        self.cl_context = cl.Context([cl_device])
+        self._streams: weakref.WeakSet[OpenCLStream] = weakref.WeakSet()
+        self._stream = self.create_stream()
+        self._lock = threading.Lock()
+        self._starts: list[int] = []
+        self._buffers: list[OpenCLBuffer] = []
+        self._next = ADDRESS_BASE
+        self._programs: dict[bytes, cl.Program] = {}
+
+    @property
+    def stream(self) -> OpenCLStream:
+        """The default queue."""
+        return self._stream
+
+    # ---- memory ----------------------------------------------------------------------
+    def _alloc(self, nbytes: int) -> OpenCLBuffer:
+        if nbytes > self.cl_device.max_mem_alloc_size:
+            set_last_driver_error(self.backend, cl.status_code.INVALID_BUFFER_SIZE)
+            raise AllocFailed(f"opencl: {nbytes} bytes is more than this device allocates at "
+                              f"once ({self.cl_device.max_mem_alloc_size})")
+        try:
+            mem = cl.Buffer(self.cl_context, cl.mem_flags.READ_WRITE, max(nbytes, 1))
+        except cl.Error as exc:
+            raise AllocFailed(f"opencl: cannot allocate {nbytes} bytes: "
+                              f"{driver_error(exc)}") from exc
+        with self._lock:
+            addr = self._next
+            self._next += -(-max(nbytes, 1) // ADDRESS_ALIGN) * ADDRESS_ALIGN + ADDRESS_ALIGN
+            buf = OpenCLBuffer(self, mem, nbytes, addr)
+            self._starts.append(addr)
+            self._buffers.append(buf)
+        return buf
+
+    def forget(self, buf: OpenCLBuffer) -> None:
+        """Drop a released buffer from the address map."""
+        with self._lock:
+            i = bisect.bisect_left(self._starts, buf.addr)
+            if i < len(self._starts) and self._buffers[i] is buf:
+                del self._starts[i], self._buffers[i]
+
+    def resolve(self, addr: int) -> cl.Buffer:
+        """The ``cl_mem`` a packed address stands for."""
+        with self._lock:
+            i = bisect.bisect_right(self._starts, addr) - 1
+            buf = self._buffers[i] if i >= 0 else None
+        if buf is None or not addr < buf.addr + max(buf.nbytes, 1):
+            raise LaunchFailed(f"opencl: no live buffer at address {addr:#x}")
+        return buf.at(addr - buf.addr)
+
+    # ---- programs ----------------------------------------------------------------------
+    def _load(self, artifact: Artifact, kernel: KernelIR, args: ArgBuffer) -> OpenCLLauncher:
+        if artifact.format != "opencl-binary":
+            raise ModuleLoadFailed(f"opencl: cannot load a {artifact.format!r} artifact")
+        if artifact.target != self.arch:
+            raise ModuleLoadFailed(f"opencl: artifact built for {artifact.target!r}, this "
+                                   f"device is {self.arch!r}")
+        with self._lock:
+            program = self._programs.get(artifact.image)
+            if program is None:
+                try:
+                    program = cl.Program(self.cl_context, [self.cl_device],
+                                         [artifact.image]).build()
+                except cl.Error as exc:
+                    raise ModuleLoadFailed(f"opencl: loading {artifact.entry!r}: "
+                                           f"{driver_error(exc)}") from exc
+                self._programs[artifact.image] = program
+        return OpenCLLauncher(self, cl.Kernel(program, artifact.entry), kernel, args)
+
+    def max_grid_blocks(self, block_size: int) -> int:
+        """A few blocks per compute unit: the entries loop grid-stride."""
+        return max(1, self.cl_device.max_compute_units) * 8
+
+    def synchronize(self) -> None:
+        """Wait for every queue of this device."""
+        for stream in list(self._streams):
+            stream.synchronize()
+
+    def create_stream(self) -> OpenCLStream:
+        """A new in-order queue."""
+        stream = OpenCLStream(self)
+        self._streams.add(stream)
+        return stream
+
+    def create_event(self, timing: bool = True) -> OpenCLEvent:
+        """A new (unrecorded) event; every queue profiles, so events always time."""
+        return OpenCLEvent(self)
