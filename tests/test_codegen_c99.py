@@ -116,7 +116,9 @@ def test_reserved_words_and_entry_symbol_come_from_the_dialect(tmp_path: Path) -
     cuda_renderer = pytest.importorskip("gompute_cuda.renderer")
     kir = g.map("exp", g.f32, Keywords, scale).lower()
     c99, cuda = C99Renderer(), cuda_renderer.CUDARenderer()
-    assert c99.entry_symbol(kir) == "exp_" and cuda.entry_symbol(kir) == "exp"
+    # a kernel called exp collides with the math library on every C-family target
+    # (NVRTC refused it on the H200)
+    assert c99.entry_symbol(kir) == "exp_" and cuda.entry_symbol(kir) == "exp_"
     src = c99.render(kir)
     assert "void exp_(float* restrict data, gp_u64 n, P_Keywords p)" in src
     assert "// kernel exp (map), entry exp_," in src

@@ -37,7 +37,25 @@ C_RESERVED = frozenset(
     "throw true try typedef typename union unsigned using virtual void volatile while "
     "alignas alignof decltype noexcept nullptr static_assert thread_local".split()
 )
-"""C and C++ keywords: the default reserved words of a C-family dialect."""
+"""C and C++ keywords."""
+
+
+def _library_names() -> frozenset[str]:
+    from ..ir.intrinsics import INTRINSICS
+
+    maths = {m.c for m in INTRINSICS if m.c}
+    return frozenset(maths | {n + "f" for n in maths} | set(
+        "abs labs llabs min max fmin fmax printf malloc free memcpy memset memmove assert "
+        "exit rand signbit main".split()))
+
+
+C_LIBRARY = _library_names()
+"""Functions of the C library and of GPU device libraries (math, ``printf``, ``malloc``,
+``memcpy``, ...): an ``extern "C"`` entry or a member of that name would collide with them
+(NVRTC refused kernels named ``exp``, ``sqrt``, ``abs``, ``min``, ``printf``)."""
+
+C_FAMILY_RESERVED = C_RESERVED | C_LIBRARY
+"""The default reserved words of a C-family dialect: keywords and library functions."""
 
 
 def struct_cname(st: StructType) -> str:

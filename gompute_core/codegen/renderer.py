@@ -22,7 +22,7 @@ from ..ir.intrinsics import INTRINSICS, f32_via_f64
 from ..ir.kernel import KernelIR
 from ..ir.nodes import IRType
 from .cexpr import FunctionWriter
-from .ctypes_ import C_RESERVED, INT_TYPEDEFS
+from .ctypes_ import C_FAMILY_RESERVED, INT_TYPEDEFS
 from .entries import EntryWriter, params_decls
 from .helpers import float_helper, helper_name, int_helper
 
@@ -55,7 +55,7 @@ class CRenderer:
     int_typedefs: ClassVar[str] = INT_TYPEDEFS
     #: identifiers the target reserves: a params member or kernel name among them gets ``_``
     #: appended (see :meth:`member` and :meth:`entry_symbol`).
-    reserved_words: ClassVar[frozenset[str]] = C_RESERVED
+    reserved_words: ClassVar[frozenset[str]] = C_FAMILY_RESERVED
     #: definitions of the f16 conversion functions named below (emitted only when needed).
     half_prelude: ClassVar[str] = ""
     half_to_float: ClassVar[str] = "gp_h2f"

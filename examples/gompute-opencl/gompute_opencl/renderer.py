@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal
 
-from gompute_core.codegen import C_RESERVED, CRenderer
+from gompute_core.codegen import C_FAMILY_RESERVED, CRenderer
 
 INT_TYPEDEFS = (
     "typedef char gp_i8;\n"
@@ -65,7 +65,7 @@ _VECTOR_NAMES = frozenset(
                               "ulong", "float", "double", "half")
     for n in ("", "2", "3", "4", "8", "16"))
 
-OPENCL_RESERVED = C_RESERVED | _VECTOR_NAMES | frozenset(
+OPENCL_RESERVED = C_FAMILY_RESERVED | _VECTOR_NAMES | frozenset(
     # qualifiers and types of OpenCL C
     "kernel __kernel global __global local __local constant __constant private __private "
     "generic __generic read_only __read_only write_only __write_only read_write "
