@@ -24,21 +24,22 @@ import sys
 import time
 from functools import partial
 
-import dask
-import dask.array as da
-import distributed
-import numpy as np
-
-import gompute_core as g
-from gompute_core import dask as gd
-from gompute_core.benchreport import BenchReport
-
-# the workers import the specs from here; not bench/ itself, whose cuda.py and hip.py
-# would shadow CuPy's `cuda` and hip-python's `hip` packages in every worker
+# first of all: the workers and this process import the specs from bench/dask_workers, and
+# bench/ itself leaves the path, before anything imports CuPy (whose `cuda` package
+# bench/cuda.py would shadow) or hip-python (`hip`, shadowed by bench/hip.py)
 HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "dask_workers")
 sys.path[:] = [HERE, *(p for p in sys.path if os.path.abspath(p or ".") != os.path.dirname(
     HERE))]
+
+import dask  # noqa: E402
+import dask.array as da  # noqa: E402
+import distributed  # noqa: E402
+import numpy as np  # noqa: E402
 from dask_bench_kernels import AFFINE, TOTAL, Affine, arange_mod  # noqa: E402
+
+import gompute_core as g  # noqa: E402
+from gompute_core import dask as gd  # noqa: E402
+from gompute_core.benchreport import BenchReport  # noqa: E402
 
 P = Affine(a=3, b=1)
 

@@ -25,6 +25,7 @@ Needs ``pip install "gompute-core[dask]"``. See ``docs/dask.md``.
 from __future__ import annotations
 
 import math
+import sys
 import threading
 from collections.abc import Callable
 from functools import partial
@@ -119,6 +120,14 @@ def _check_target(backend: str | None, device: Device | None) -> None:
         checks.count(device, "device")
 
 
+def _contiguous(chunk: Any) -> Any:
+    """``chunk`` C-contiguous, by its own array library (NumPy's ``ascontiguousarray`` does
+    not dispatch to CuPy: it would copy a CuPy chunk to the host, which CuPy refuses)."""
+    library = sys.modules.get(type(chunk).__module__.partition(".")[0])
+    make = getattr(library, "ascontiguousarray", None)
+    return make(chunk) if make is not None else np.ascontiguousarray(chunk)
+
+
 def _run(spec: Spec, backend: str | None, device: Device | None, *args: Any) -> Any:
     kernel, lock = worker_kernel(spec, backend, device)
     with lock:
@@ -191,7 +200,7 @@ def _map_indexed_chunk(data: Any, *, spec: Spec, p: Any, backend: str | None,
 
 def _map_to_chunk(inp: Any, *, spec: Spec, p: Any, backend: str | None,
                   device: Device | None) -> Any:
-    inp = np.ascontiguousarray(inp)  # NumPy dispatches to CuPy for a CuPy chunk
+    inp = _contiguous(inp)
     out = np.empty_like(inp, dtype=spec.Out)
     if inp.size:
         _run(spec, backend, device, inp, out, p)
@@ -200,7 +209,7 @@ def _map_to_chunk(inp: Any, *, spec: Spec, p: Any, backend: str | None,
 
 def _zip_chunk(a: Any, b: Any, *, spec: Spec, p: Any, backend: str | None,
                device: Device | None) -> Any:
-    a, b = np.ascontiguousarray(a), np.ascontiguousarray(b)
+    a, b = _contiguous(a), _contiguous(b)
     out = np.empty_like(a, dtype=spec.Out)
     if a.size:
         _run(spec, backend, device, a, b, out, p)
@@ -220,7 +229,7 @@ def _reduce_chunk(data: Any, axis: Any, keepdims: bool, *, spec: Spec, p: Any,
     if data.size == 0:
         partial_value = T(spec.identity)
     else:
-        partial_value = _run(spec, backend, device, np.ascontiguousarray(data), p)
+        partial_value = _run(spec, backend, device, _contiguous(data), p)
     return np.full((1,) * data.ndim, partial_value, dtype=T)
 
 
@@ -240,9 +249,9 @@ def _gather_part(out: Any, idx: Any, src: Any, *, spec: Spec, lo: int,
     hi = lo + src.shape[0]
     selected = (idx >= lo) & (idx < hi)
     if selected.any():
-        local = np.ascontiguousarray(idx[selected] - spec.Idx(lo))  # in [0, len(src))
+        local = _contiguous(idx[selected] - spec.Idx(lo))  # in [0, len(src))
         values = out[selected]
-        _run(spec, backend, device, np.ascontiguousarray(src), local, values)
+        _run(spec, backend, device, _contiguous(src), local, values)
         out[selected] = values
     return out
 
