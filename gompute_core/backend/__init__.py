@@ -24,6 +24,11 @@ reference backend in ``tests/pybackend.py`` shows the minimum; ``plugins.md``
 is the guide.
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from ..plugins.manager import hookimpl
 from ..plugins.records import (
     PLUGIN_API_VERSION,
@@ -33,10 +38,30 @@ from ..plugins.records import (
     CompileRequest,
     DeviceInfo,
 )
-from .args import ArgBuffer, ArgLayout, Slot, arg_layout, has_params
-from .buffer import Buffer
-from .compiler import Built, Compiler, compile_kernel
-from .device import CAPABILITIES, Device, ImmediateStream, Launcher, Stream
+
+if TYPE_CHECKING:  # at run time the SDK's classes load on first use (a plugin's import of
+    # this package, at discovery, must not import NumPy: see bench/startup.py)
+    from .args import ArgBuffer, ArgLayout, Slot, arg_layout, has_params
+    from .buffer import Buffer
+    from .compiler import Built, Compiler, compile_kernel
+    from .device import CAPABILITIES, Device, ImmediateStream, Launcher, Stream
+
+_LAZY = {
+    "ArgBuffer": "args", "ArgLayout": "args", "Slot": "args", "arg_layout": "args",
+    "has_params": "args", "Buffer": "buffer", "Built": "compiler", "Compiler": "compiler",
+    "compile_kernel": "compiler", "CAPABILITIES": "device", "Device": "device",
+    "ImmediateStream": "device", "Launcher": "device", "Stream": "device",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'gompute_core.backend' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "CAPABILITIES", "PLUGIN_API_VERSION", "ArgBuffer", "ArgLayout", "Artifact", "Availability",

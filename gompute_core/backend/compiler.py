@@ -17,12 +17,14 @@ from __future__ import annotations
 import hashlib
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from ..errors import InvalidArgument
-from ..ir.kernel import KernelIR
 from ..plugins.records import Artifact
 from ..runtime.diskcache import CompileCache
+
+if TYPE_CHECKING:
+    from ..ir.kernel import KernelIR
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,6 @@ from ..errors import (
     NoDevice,
     UnsupportedBackend,
 )
-from ..runtime.diskcache import CompileCache
 from . import hookspecs
 from .records import PLUGIN_API_VERSION, Artifact, Availability, BackendInfo, CompileRequest
 
@@ -86,7 +85,7 @@ class _Registry:
         self.probes: dict[str, Availability] = {}
         self.devices: dict[tuple[str, int], Any] = {}
         self.compilers: dict[str, Any] = {}
-        self.compile_caches: dict[str, CompileCache] = {}
+        self.compile_caches: dict[str, Any] = {}  # name -> CompileCache
 
 
 _lock = threading.RLock()
@@ -340,6 +339,8 @@ def compiler(name: str) -> Any:
                 raise UnsupportedBackend(f"backend {name!r}: gompute_compiler returned "
                                          f"{comp!r}, not a gompute_core.backend.Compiler")
             state.compilers[name] = comp
+            from ..runtime.diskcache import CompileCache
+
             state.compile_caches[name] = CompileCache(name)
         return comp
 

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from ..ir.kernel import KernelIR, Kind
+if TYPE_CHECKING:  # records stay importable without NumPy (the registry imports them)
+    from ..ir.kernel import KernelIR, Kind
 
 PLUGIN_API_VERSION = 2
 """The version of the contract a plugin implements (hooks, ``gompute_core.backend`` base

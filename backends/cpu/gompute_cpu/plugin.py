@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
+from typing import TYPE_CHECKING
 
 from gompute_core.backend import (
     PLUGIN_API_VERSION,
@@ -15,9 +16,11 @@ from gompute_core.backend import (
     hookimpl,
 )
 from gompute_core.errors import InvalidArgument, NoDevice
-from gompute_core.ir.kernel import KernelIR
 
 from . import __version__
+
+if TYPE_CHECKING:  # annotations only: discovery must stay light (no NumPy)
+    from gompute_core.ir.kernel import KernelIR
 
 NAME = "cpu"
 KINDS = ("map", "map_to", "zip", "map_indexed", "reduce", "gather", "scatter")

@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import threading
+from typing import TYPE_CHECKING
 
 from gompute_core.backend import (
     PLUGIN_API_VERSION,
     Availability,
     BackendInfo,
-    Compiler,
-    Device,
     DeviceInfo,
     hookimpl,
 )
 
 from . import __version__
+
+if TYPE_CHECKING:  # annotations only: discovery must stay light (no NumPy)
+    from gompute_core.backend import Compiler, Device
 
 NAME = "cuda"
 KINDS = ("map", "map_to", "zip", "map_indexed", "reduce", "gather", "scatter")

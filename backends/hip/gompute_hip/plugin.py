@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from gompute_core.backend import (
     PLUGIN_API_VERSION,
     Availability,
     BackendInfo,
-    Compiler,
-    Device,
     hookimpl,
 )
 
 from . import __version__
+
+if TYPE_CHECKING:  # annotations only: discovery must stay light (no NumPy)
+    from gompute_core.backend import Compiler, Device
 
 NAME = "hip"
 KINDS = ("map", "map_to", "zip", "map_indexed", "reduce", "gather", "scatter")

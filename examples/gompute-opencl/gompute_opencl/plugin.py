@@ -8,7 +8,7 @@ more layer); ask for ``"opencl"`` by name, or order ``GOMPUTE_BACKENDS``.
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gompute_core.backend import (
     PLUGIN_API_VERSION,
@@ -20,9 +20,11 @@ from gompute_core.backend import (
     hookimpl,
 )
 from gompute_core.errors import BackendUnavailable, CompileFailed, InvalidArgument, NoDevice
-from gompute_core.ir.kernel import KernelIR
 
 from . import __version__
+
+if TYPE_CHECKING:  # annotations only: discovery must stay light (no NumPy)
+    from gompute_core.ir.kernel import KernelIR
 
 NAME = "opencl"
 KINDS = ("map", "map_to", "zip", "map_indexed", "reduce", "gather", "scatter")
