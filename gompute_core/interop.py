@@ -24,6 +24,7 @@ and wrapped as memory we never free. :func:`as_buffer` and
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -72,13 +73,14 @@ def _shape(nbytes: int, dtype: np.dtype, shape: Any) -> tuple[int, ...]:
     return dims
 
 
-class Exports:
+class Exports(ABC):
     """The producer protocols of a typed, shaped view of a buffer (``_export_view``)."""
 
     __slots__ = ()
 
+    @abstractmethod
     def _export_view(self) -> tuple[Buffer, np.dtype, tuple[int, ...]]:
-        raise NotImplementedError
+        """The buffer, element type and shape this object exports."""
 
     def _exporting(self, what: str, missing: type[Exception] = BufferError
                    ) -> tuple[Buffer, np.dtype, tuple[int, ...], int]:
