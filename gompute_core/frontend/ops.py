@@ -220,11 +220,12 @@ def truth(v: Value) -> Value:
 
 
 def logical_not(v: Value) -> Value:
-    """``not v`` (numbers by truthiness)."""
+    """``not v`` (numbers by truthiness): a Python bool, whatever ``v`` is (so ``~(not v)``
+    is ``-2``/``-1`` as in Python, not NumPy's logical inversion)."""
     b = truth(v)
     if b.is_weak_const:
         return weak_const(not b.py)
-    return Value(Not(b.expr, np.bool_), b.weak)
+    return Value(Not(b.expr, np.bool_), "bool")
 
 
 def logical(op: str, a: Value, b: Value) -> Value:

@@ -48,10 +48,13 @@ def test_bad_counts(twice: Any, n: Any) -> None:
 
 @pytest.mark.parametrize("what", ["ndarray", "bytes", "None", "freed"])
 def test_wrong_buffer_types(twice: Any, what: str) -> None:
-    """Anything but a live buffer of this device is ``InvalidArgument``."""
+    """Anything but memory of this device holding the kernel's element type is
+    ``InvalidArgument``. (Arrays already on the kernel's device are valid operands, NumPy's
+    on a host-memory device included: the ndarray here has the wrong element type, and on
+    a GPU it is host memory too.)"""
     freed = twice.alloc(8)
     freed.free()
-    bad = {"ndarray": np.zeros(8, np.float32), "bytes": b"\0" * 32, "None": None,
+    bad = {"ndarray": np.zeros(8, np.float64), "bytes": b"\0" * 32, "None": None,
            "freed": freed}[what]
     with pytest.raises(g.InvalidArgument):
         twice.launch(bad, 8)
