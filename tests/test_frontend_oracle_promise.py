@@ -201,3 +201,14 @@ def test_and_of_numpy_and_python_bools_returns_the_python_operand() -> None:
     # Python's `a and b` returns b itself when a is true: ~False is -1, ~np.True_ is False
     b = np.array([0.0, 0.1, np.nan], np.float64)
     agrees("and_mixed", invert_chained_comparison, b, b, np.int16)
+
+
+def invert_bool_of_numpy(a, b):
+    return ~bool(a) + b
+
+
+def test_bool_of_a_numpy_value_is_a_python_bool() -> None:
+    # bool(np.uint32(1)) is True, and ~True is -2 (a NumPy bool would invert logically)
+    a = np.array([0, 1, 7], np.uint32)
+    b = np.array([0, 0, 0], np.int32)
+    agrees("bool_of_np", invert_bool_of_numpy, a, b, np.int32)
