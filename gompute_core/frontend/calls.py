@@ -115,9 +115,11 @@ def _python_conversion(ctx: FnContext, node: ast.Call, fn: type, text: str) -> O
     kind, t = ("int", i64) if fn is builtins.int else ("float", f64)
 
     def one(x: Value) -> Value:
-        if fn is builtins.bool:  # a Python bool (weak), even of a NumPy bool
+        if fn is builtins.bool:  # always a Python bool, whatever the argument
             b = ops.truth(x)
-            return b if b.is_weak_const else Value(b.expr, "bool")
+            if isinstance(b.expr, Const):
+                return weak_const(bool(b.expr.value))
+            return Value(b.expr, "bool")
         if isinstance(x.expr, Const):
             return fold_conversion(fn, x.expr.value)
         return Value(x.expr if x.type is t else Cast(x.expr, t), kind)  # type: ignore[arg-type]

@@ -129,7 +129,8 @@ def settle_store(v: Operand, local: Ty | None) -> Value:
     for x in leaves:
         if not (x.ty == target or (x.weak is not None and x.weak == target.weak)
                 or (x.is_weak_const and target.weak is None and _exact(x.py, target))):
-            cast = "g." + target.describe() if target.weak is None else "g.f64"
+            cast = "g.f64" if target.weak is not None else (
+                "np.bool_" if target.type is np.bool_ else "g." + target.describe())
             raise TypingError(
                 f"the alternatives of '{v.text}' have different types ({_describe(v)}); "
                 f"using it as one {target.describe()} value would change what Python "

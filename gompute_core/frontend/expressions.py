@@ -219,11 +219,20 @@ def _unaryop(ctx: FnContext, node: ast.UnaryOp) -> Operand:
     return ctx.typing(node, distribute, _UNARY[type(node.op)], v)
 
 
+def python_logical(op: str, text: str, a: Value, b: Value) -> Operand:
+    """``a and b`` / ``a or b`` of two bools. Python returns one of the operands itself, so a
+    NumPy bool with a Python bool is a Choice of the two (``~`` differs on them)."""
+    result = ops.logical(op, a, b)
+    if (a.weak is None) == (b.weak is None):
+        return result
+    return choose(a.expr, b, a, text) if op == "and" else choose(a.expr, a, b, text)
+
+
 def _boolop(ctx: FnContext, node: ast.BoolOp) -> Operand:
     op = "and" if isinstance(node.op, ast.And) else "or"
     acc = lower_operand(ctx, node.values[0])
     for operand in node.values[1:]:
-        acc = ctx.typing(node, distribute, partial(ops.logical, op), acc,
+        acc = ctx.typing(node, distribute, partial(python_logical, op, ast.unparse(node)), acc,
                          lower_operand(ctx, operand))
     return acc
 
@@ -241,7 +250,8 @@ def _compare(ctx: FnContext, node: ast.Compare) -> Operand:
                                 operands[-1]))
     result = terms[0]
     for term in terms[1:]:
-        result = ctx.typing(node, distribute, partial(ops.logical, "and"), result, term)
+        result = ctx.typing(node, distribute, partial(python_logical, "and", ast.unparse(node)),
+                            result, term)
     return result
 
 

@@ -208,6 +208,10 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int,
     """Say which backend was certified and what was deselected for it."""
     for line in config.stash.get(_SUMMARY, []):
         terminalreporter.write_line(line)
+    if _FUZZ_SEED in config.stash:
+        terminalreporter.write_line(
+            f"gompute fuzz: --gompute-fuzz-seed={config.stash[_FUZZ_SEED]} "
+            f"--gompute-fuzz-count={config.getoption('gompute_fuzz_count')}")
 
 
 @pytest.fixture(scope="session")
