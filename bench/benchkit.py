@@ -36,3 +36,18 @@ def events_median(dev: Any, fn: Callable[[], Any], reps: int = 10) -> float:
         stop.synchronize()
         times.append(stop.elapsed_us(start) * 1e-6)
     return statistics.median(times)
+
+
+def cupy_events_median(cp: Any, fn: Callable[[], Any], reps: int = 10) -> float:
+    """Median seconds of ``fn()`` timed by CUDA events on CuPy's current stream."""
+    start, stop = cp.cuda.Event(), cp.cuda.Event()
+    fn()
+    cp.cuda.Device().synchronize()
+    times = []
+    for _ in range(reps):
+        start.record()
+        fn()
+        stop.record()
+        stop.synchronize()
+        times.append(cp.cuda.get_elapsed_time(start, stop) * 1e-3)
+    return statistics.median(times)

@@ -17,7 +17,7 @@ import tempfile
 import time
 
 import numpy as np
-from benchkit import Affine, add_one, affine
+from benchkit import Affine, add_one, affine, cupy_events_median
 from benchkit import events_median as _events
 
 # this file is named cuda.py: keep its folder off the path so `import cuda` (CuPy) works
@@ -78,21 +78,8 @@ def main() -> None:
                  best[0] / 1e12, bw_copy / 1e12, best[0] / bw_copy, "info"))
     cx = cp.zeros(n, cp.float32)
     ek = cp.ElementwiseKernel("float32 a, float32 b", "float32 x", "x = x * a + b", "bench_ek")
-    ev0, ev1 = cp.cuda.Event(), cp.cuda.Event()
 
-    def cupy_time(fn, reps=10):
-        fn()
-        cp.cuda.Device().synchronize()
-        ts = []
-        for _ in range(reps):
-            ev0.record()
-            fn()
-            ev1.record()
-            ev1.synchronize()
-            ts.append(cp.cuda.get_elapsed_time(ev0, ev1) * 1e-3)
-        return statistics.median(ts)
-
-    bw_ek = 2 * nbytes / cupy_time(lambda: ek(np.float32(1.0001), np.float32(0.5), cx))
+    bw_ek = 2 * nbytes / cupy_events_median(cp, lambda: ek(np.float32(1.0001), np.float32(0.5), cx))
     rows.append(("map in place (TB/s)", "CuPy ElementwiseKernel", bw_map_default / 1e12,
                  bw_ek / 1e12, bw_map_default / bw_ek, "info"))
 
@@ -102,7 +89,7 @@ def main() -> None:
     partials = ks.alloc(blocks)
     t_sum = _events(dev, lambda: ks.launch(dst, n, partials, blocks, None))
     cs = cp.ones(n, cp.float32)
-    t_cupy_sum = cupy_time(lambda: cs.sum())
+    t_cupy_sum = cupy_events_median(cp, lambda: cs.sum())
     rows.append((f"sum 2**{args.log2n} f32 (TB/s)", "CuPy sum", nbytes / t_sum / 1e12,
                  nbytes / t_cupy_sum / 1e12, t_cupy_sum / t_sum, ">= 0.95"))
     host = np.random.default_rng(0).standard_normal(1 << 22).astype(np.float32)

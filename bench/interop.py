@@ -17,6 +17,8 @@ import statistics
 import sys
 import time
 
+from benchkit import cupy_events_median as _events
+
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != os.path.dirname(
     os.path.abspath(__file__))]
 
@@ -25,21 +27,6 @@ import gompute_core as g  # noqa: E402
 
 def add_half(x):
     return x + 0.5
-
-
-def _events(cp, fn, reps: int = 10) -> float:  # noqa: ANN001 - CuPy module
-    """Median seconds of ``fn()`` by CUDA events on CuPy's (legacy default) stream."""
-    start, stop = cp.cuda.Event(), cp.cuda.Event()
-    fn()
-    cp.cuda.Device().synchronize()
-    times = []
-    for _ in range(reps):
-        start.record()
-        fn()
-        stop.record()
-        stop.synchronize()
-        times.append(cp.cuda.get_elapsed_time(start, stop) * 1e-3)
-    return statistics.median(times)
 
 
 def _per_call(fn, sync, calls: int = 2000, batches: int = 15) -> float:  # noqa: ANN001

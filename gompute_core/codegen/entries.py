@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from ..backend.args import has_params
 from ..ir import nodes as ir
 from ..ir.kernel import KernelIR
 from ..types import is_signed
@@ -83,9 +84,6 @@ def params_decls(params: ir.StructType, r: CRenderer) -> str:
     return out
 
 
-def has_params(kir: KernelIR) -> bool:
-    """True when the entry point takes the params struct (absent or empty: no argument)."""
-    return kir.params is not None and kir.params.layout.size > 0  # type: ignore[attr-defined]
 
 
 class EntryWriter:
