@@ -75,6 +75,12 @@ _LAZY: dict[str, str] = {
     "AutoKernel": "gompute_core.runtime.kernel:AutoKernel",
     "compile": "gompute_core.runtime.compile:compile",
     "Dim3": "gompute_core.runtime.dim3:Dim3",
+    # raw kernels
+    "raw_kernel": "gompute_core.raw.kernel:raw_kernel",
+    "RawKernel": "gompute_core.raw.launch:RawKernel",
+    "raw_kernel_by_name": "gompute_core.raw.launch:raw_kernel_by_name",
+    "GlobalPtr": "gompute_core.raw.types:GlobalPtr",
+    "builtins": "gompute_core.raw.builtins:",
     "runtime": "gompute_core.runtime:",
     # interop
     "as_buffer": "gompute_core.interop:as_buffer",

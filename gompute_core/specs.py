@@ -39,7 +39,9 @@ _C_KEYWORDS = frozenset("""
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 _registry_lock = threading.Lock()
-_registry: dict[str, Spec] = {}
+_registry: dict[str, Any] = {}
+"""Every kernel defined in this process by entry name: specs and raw kernels
+(``gompute_core.raw.kernel.RawKernelDef``) share one namespace, as their entry symbols do."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -152,8 +154,20 @@ class Spec:
 
 
 def registered_spec(name: str) -> Spec | None:
-    """The spec registered under ``name`` in this process, or None."""
+    """The spec registered under ``name`` in this process, or None (also for a raw kernel)."""
+    found = _registry.get(name)
+    return found if isinstance(found, Spec) else None
+
+
+def registered_kernel(name: str) -> Any:
+    """The spec or raw kernel registered under ``name`` in this process, or None."""
     return _registry.get(name)
+
+
+def registered_names() -> list[str]:
+    """Every registered kernel name (for "did you mean" messages)."""
+    with _registry_lock:
+        return list(_registry)
 
 
 def spec_by_reference(module: str, name: str) -> Spec:
@@ -162,10 +176,10 @@ def spec_by_reference(module: str, name: str) -> Spec:
     Raises ``InvalidArgument`` when importing ``module`` does not define it (a
     spec made inside a function, or only under some condition).
     """
-    spec = _registry.get(name)
+    spec = registered_spec(name)
     if spec is None:
         importlib.import_module(module)
-        spec = _registry.get(name)
+        spec = registered_spec(name)
     if spec is None:
         raise InvalidArgument(
             f"spec {name!r} is not defined by importing {module!r} in this process (was it "
@@ -174,11 +188,15 @@ def spec_by_reference(module: str, name: str) -> Spec:
     return spec
 
 
+_INTERNAL = (os.path.abspath(__file__),
+             os.path.join(os.path.dirname(os.path.abspath(__file__)), "raw", "kernel.py"))
+"""Files whose frames :func:`_caller` skips (the constructors' own)."""
+
+
 def _caller() -> tuple[str, str]:
-    """``file:line`` and module name of the first frame outside this module."""
+    """``file:line`` and module name of the first frame outside the kernel constructors."""
     frame = sys._getframe(1)
-    here = os.path.abspath(__file__)
-    while frame is not None and os.path.abspath(frame.f_code.co_filename) == here:
+    while frame is not None and os.path.abspath(frame.f_code.co_filename) in _INTERNAL:
         frame = frame.f_back
     if frame is None:
         return "<unknown>", ""
@@ -308,8 +326,9 @@ def _identity_value(ctor: str, identity: Any, T: ScalarType) -> int | float | bo
     return converted
 
 
-def _register(spec: Spec) -> Spec:
-    """Enter ``spec`` in the process registry; a name defined elsewhere is an error.
+def _register(spec: Any) -> Any:
+    """Enter ``spec`` (a Spec or a raw kernel) in the process registry; a name defined
+    elsewhere is an error naming both locations.
 
     Re-running the same definition (same ``file:line``, e.g. ``importlib.reload``)
     replaces the earlier spec.
@@ -317,9 +336,10 @@ def _register(spec: Spec) -> Spec:
     with _registry_lock:
         old = _registry.get(spec.name)
         if old is not None and old.defined_at != spec.defined_at:
-            raise InvalidArgument(f"spec name {spec.name!r} is already used by a "
-                                  f"{old.kind} defined at {old.defined_at}; names are "
-                                  "unique in the process")
+            what = "raw kernel" if spec.kind == "raw" else "spec"
+            raise InvalidArgument(f"{what} name {spec.name!r} (defined at {spec.defined_at}) "
+                                  f"is already used by a {old.kind} defined at "
+                                  f"{old.defined_at}; names are unique in the process")
         _registry[spec.name] = spec
     return spec
 
@@ -510,11 +530,14 @@ def scatter(name: str, T: Any, Idx: Any, *, block_size: int = 256) -> Spec:
     return _new(ctor, name, "scatter", block_size, params=None, T=t, Idx=idx)
 
 
-def specs_in(namespace: dict[str, Any]) -> list[Spec]:
-    """Every distinct Spec bound to a name in ``namespace`` (a module's ``vars()``)."""
-    seen: dict[int, Spec] = {}
+def specs_in(namespace: dict[str, Any]) -> list[Any]:
+    """Every distinct Spec and raw kernel bound to a name in ``namespace`` (a module's
+    ``vars()``)."""
+    from .raw.kernel import RawKernelDef
+
+    seen: dict[int, Any] = {}
     for value in namespace.values():
-        if isinstance(value, Spec):
+        if isinstance(value, (Spec, RawKernelDef)):
             seen.setdefault(id(value), value)
     return list(seen.values())
 

@@ -41,14 +41,23 @@ from ..plugins.records import (
 
 if TYPE_CHECKING:  # at run time the SDK's classes load on first use (a plugin's import of
     # this package, at discovery, must not import NumPy: see bench/startup.py)
-    from .args import ArgBuffer, ArgLayout, Slot, arg_layout, has_params
+    from .args import (
+        ArgBuffer,
+        ArgLayout,
+        RawArgBuffer,
+        Slot,
+        arg_layout,
+        has_params,
+        raw_arg_layout,
+    )
     from .buffer import Buffer
     from .compiler import Built, Compiler, compile_kernel
-    from .device import CAPABILITIES, Device, ImmediateStream, Launcher, Stream
+    from .device import CAPABILITIES, Device, ImmediateStream, Launcher, RawLauncher, Stream
 
 _LAZY = {
     "ArgBuffer": "args", "ArgLayout": "args", "Slot": "args", "arg_layout": "args",
-    "has_params": "args", "Buffer": "buffer", "Built": "compiler", "Compiler": "compiler",
+    "has_params": "args", "RawArgBuffer": "args", "raw_arg_layout": "args",
+    "RawLauncher": "device", "Buffer": "buffer", "Built": "compiler", "Compiler": "compiler",
     "compile_kernel": "compiler", "CAPABILITIES": "device", "Device": "device",
     "ImmediateStream": "device", "Launcher": "device", "Stream": "device",
 }
@@ -67,5 +76,5 @@ __all__ = [
     "CAPABILITIES", "PLUGIN_API_VERSION", "ArgBuffer", "ArgLayout", "Artifact", "Availability",
     "BackendInfo", "Buffer", "Built", "CompileRequest", "Compiler", "Device", "DeviceInfo",
     "ImmediateStream", "Launcher", "Slot", "Stream", "arg_layout", "compile_kernel",
-    "has_params", "hookimpl",
+    "has_params", "hookimpl", "RawArgBuffer", "RawLauncher", "raw_arg_layout",
 ]

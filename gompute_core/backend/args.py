@@ -19,7 +19,7 @@ from typing import Literal
 
 from ..ir.kernel import ENTRY_ARGS, KernelIR
 
-SlotKind = Literal["pointer", "u64", "params"]
+SlotKind = Literal["pointer", "u64", "params", "scalar"]
 
 
 def has_params(kernel: KernelIR) -> bool:
@@ -33,12 +33,14 @@ def _round_up(value: int, align: int) -> int:
 
 @dataclass(frozen=True)
 class Slot:
-    """One explicit argument of an entry point: name, kind, byte offset and size."""
+    """One explicit argument of an entry point: name, kind, byte offset and size (``code``:
+    its ``struct`` format character, for a raw kernel's scalar arguments)."""
 
     name: str
     kind: SlotKind
     offset: int
     size: int
+    code: str = "Q"
 
 
 @dataclass(frozen=True)
@@ -123,3 +125,56 @@ class ArgBuffer:
         offset = self.layout.params_offset
         if offset >= 0:
             self.data[offset:offset + len(packed)] = packed
+
+
+_SCALAR_CODES: dict[str, str] = {
+    "bool": "?", "int8": "b", "uint8": "B", "int16": "h", "uint16": "H", "int32": "i",
+    "uint32": "I", "int64": "q", "uint64": "Q", "float16": "e", "float32": "f", "float64": "d",
+}
+
+
+def raw_arg_layout(signature: tuple[tuple[str, object], ...]) -> ArgLayout:
+    """The C-ABI layout of a raw kernel's arguments, in order: a pointer is 8 bytes, a
+    scalar its size at its alignment (``bool`` one byte), the params record its struct
+    layout (an empty record is no argument, as in every entry point)."""
+    import numpy as np
+
+    from ..ir.nodes import PointerType, StructType
+
+    slots: list[Slot] = []
+    pos, align = 0, 1
+    for name, t in signature:
+        if isinstance(t, PointerType):
+            kind, size, a, code = "pointer", 8, 8, "Q"
+        elif isinstance(t, StructType):
+            layout = t.layout
+            if layout.size == 0:  # type: ignore[attr-defined]
+                continue
+            kind, size, a, code = "params", layout.size, layout.align, ""  # type: ignore[attr-defined]
+        else:
+            dt = np.dtype(t)  # type: ignore[call-overload]
+            kind, size, a, code = "scalar", dt.itemsize, dt.itemsize, _SCALAR_CODES[dt.name]
+        pos = _round_up(pos, a)
+        slots.append(Slot(name, kind, pos, size, code))  # type: ignore[arg-type]
+        pos += size
+        align = max(align, a)
+    return ArgLayout(tuple(slots), pos, align)
+
+
+class RawArgBuffer(ArgBuffer):
+    """The packed arguments of a raw kernel (:func:`raw_arg_layout`), patched in place per
+    launch: :meth:`pack` writes every pointer and scalar in one ``struct`` call, then
+    :meth:`set_params` the params record (in that order: the packer zeroes the record's
+    bytes as padding). ``values`` holds them unpacked for hosts that call a function."""
+
+    __slots__ = ()
+
+    def __init__(self, layout: ArgLayout) -> None:
+        super().__init__(layout)
+        fmt, pos = "<", 0
+        for slot in layout.slots:
+            if slot.kind == "params":
+                continue
+            fmt += "x" * (slot.offset - pos) + slot.code
+            pos = slot.offset + slot.size
+        self.pack_into = struct.Struct(fmt).pack_into

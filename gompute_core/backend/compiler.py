@@ -78,11 +78,14 @@ def cache_key(compiler: Compiler, kernel: KernelIR, arch: str, options: tuple[st
 
 
 def compile_kernel(compiler: Compiler, kernel: KernelIR, arch: str,
-                   options: tuple[str, ...] = (), cache: CompileCache | None = None) -> Artifact:
-    """Render ``kernel`` for ``arch`` and return its artifact, built or from ``cache`` (by
-    default a fresh one of the backend's namespace: the disk level only)."""
+                   options: tuple[str, ...] = (), cache: CompileCache | None = None,
+                   source: str | None = None) -> Artifact:
+    """Render ``kernel`` for ``arch`` (or take ``source``, a raw kernel's own C text) and
+    return its artifact, built or from ``cache`` (by default a fresh one of the backend's
+    namespace: the disk level only)."""
     arch = compiler.check_arch(arch)
-    source = compiler.render(kernel, arch)
+    if source is None:
+        source = compiler.render(kernel, arch)
     key = cache_key(compiler, kernel, arch, options, source)
 
     def build() -> Artifact:

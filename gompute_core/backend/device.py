@@ -10,6 +10,12 @@ A backend's device subclasses :class:`Device` and implements:
   the core patches before each call);
 * ``synchronize()`` and the ``stream`` property (the default stream).
 
+Raw kernels (``"raw"`` in the backend's ``BackendInfo.kinds``): ``_load_raw(artifact,
+kernel, args) -> launcher(grid, block, shared_bytes, stream)`` with ``args`` a
+:class:`~gompute_core.backend.args.RawArgBuffer`; the core checks the grid, the
+block (against ``max_block_dims``, ``max_block_threads`` and the kernel's declared
+shape), ``shared_bytes`` (against ``max_shared_bytes``) and every argument first.
+
 Optional, each declared in ``capabilities`` when present: ``create_stream``
 and ``create_event`` (``"streams"``, ``"events"``), graph capture on streams
 (``"graphs"``), ``pinned``/``pin`` (``"pinned_memory"``: page-locked host
@@ -40,7 +46,7 @@ import numpy as np
 from ..errors import AllocFailed, InvalidArgument, ModuleLoadFailed, Unsupported
 from ..ir.kernel import KernelIR
 from ..plugins.records import Artifact
-from .args import ArgBuffer, arg_layout
+from .args import ArgBuffer, RawArgBuffer, arg_layout
 from .buffer import Buffer
 
 if TYPE_CHECKING:
@@ -48,6 +54,10 @@ if TYPE_CHECKING:
 
 Launcher = Callable[[int, "Stream"], None]
 """``launcher(grid, stream)``: one launch of a loaded entry point with the current args."""
+
+RawLauncher = Callable[[tuple[int, int, int], tuple[int, int, int], int, "Stream"], None]
+"""``launcher(grid, block, shared_bytes, stream)``: one launch of a loaded raw kernel with
+the current args (grid and block as ``(x, y, z)``, already checked by the core)."""
 
 CAPABILITIES = frozenset({"streams", "events", "graphs", "pinned_memory", "host_memory",
                           "f64_atomics"})
@@ -93,6 +103,11 @@ class Device(ABC):
     packs_arguments: ClassVar[bool] = True
     #: most bytes of kernel arguments one launch may pass (None: no limit)
     max_argument_bytes: int | None = None
+    #: most threads of a raw kernel's block along x, y, z, and in all
+    max_block_dims: tuple[int, int, int] = (1024, 1024, 64)
+    max_block_threads: int = 1024
+    #: most bytes of dynamic plus static shared memory of one raw-kernel block
+    max_shared_bytes: int = 48 * 1024
     ordinal: int
     arch: str
     name: str = ""
@@ -122,6 +137,11 @@ class Device(ABC):
         """The default stream (programs launch there unless given another)."""
 
     # ---- optional, with defaults -----------------------------------------------------------
+    def _load_raw(self, artifact: Artifact, kernel: KernelIR, args: RawArgBuffer
+                  ) -> RawLauncher:
+        """Load a raw kernel's entry (``kernel.kind == "raw"``) and return its launcher."""
+        raise Unsupported(f"backend {self.backend!r} does not run raw kernels")
+
     def max_grid_blocks(self, block_size: int) -> int:
         """Most blocks an elementwise launch uses (the entries loop grid-stride): enough to
         fill the device a few times over."""

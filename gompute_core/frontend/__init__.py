@@ -29,7 +29,7 @@ from .lowering import lower_function
 from .source import parse_function
 from .values import Ty
 
-__all__ = ["lower"]
+__all__ = ["lower", "lower_raw"]
 
 
 def lower(fn: Any, arg_types: Sequence[IRType | None], ret: Any, name: str
@@ -78,6 +78,18 @@ def lower(fn: Any, arg_types: Sequence[IRType | None], ret: Any, name: str
         return _reachable(program, main_fn)
     main = lower_function(program, parse_function(fn), tys,
                           None if ret_t is None else Ty(ret_t), name)
+    return _reachable(program, main.function)
+
+
+def lower_raw(fn: Any, arg_types: Sequence[IRType], name: str) -> tuple[Function, ...]:
+    """Lower a raw kernel's function: its parameters have ``arg_types`` (pointers, scalars,
+    one params record); the result lists the helpers it calls, then the kernel itself
+    (named ``name``, returning nothing)."""
+    if not name.isidentifier() or not name.isascii():
+        raise InvalidArgument(f"IR function name {name!r} is not an identifier")
+    program = Program(name)
+    main = lower_function(program, parse_function(fn), [Ty(t) for t in arg_types], None, name,
+                          raw=True)
     return _reachable(program, main.function)
 
 

@@ -7,12 +7,13 @@ import ast
 import builtins
 import types
 from functools import partial
+from typing import Any
 
 import numpy as np
 
 from ..ir.nodes import CallFunction, CallIntrinsic, Cast, Const
 from ..types import as_scalar_type, f64, i64, is_float
-from . import ops
+from . import memory, ops
 from .choice import Choice, Operand, choose, distribute
 from .context import FnContext, Static
 from .expressions import lower_any, lower_operand
@@ -58,10 +59,19 @@ def lower_call(ctx: FnContext, node: ast.Call) -> Value:
     intrinsic = intrinsic_of(obj)
     if intrinsic is not None:
         return _intrinsic(ctx, node, intrinsic, text)
-    from ..fusion import Unary
+    builtin = memory.builtin_call(ctx, node, obj, text)
+    if builtin is not None:
+        return builtin
+    from ..fusion import Fused, Unary
 
+    owner = getattr(obj, "__self__", None)
+    if isinstance(owner, (Fused, Unary)) and getattr(obj, "__name__", "") in ("eval",
+                                                                                "__call__"):
+        obj = owner  # Pipeline.eval(x, p): the op itself
     if isinstance(obj, Unary):
         return _helper(ctx, node, obj.fn, text, Ty(obj.T))
+    if isinstance(obj, Fused):
+        return _fused(ctx, node, obj, text)
     if isinstance(obj, staticmethod):
         obj = obj.__func__
     if isinstance(obj, types.FunctionType):
@@ -207,3 +217,22 @@ def _call_helper(ctx: FnContext, node: ast.Call, fn: types.FunctionType, text: s
 
 
 
+
+
+def _fused(ctx: FnContext, node: ast.Call, fused: Any, text: str) -> Operand:
+    """``Pipeline.eval(x, p)`` of a ``g.Fused``: each stage called in turn and its result
+    converted to ``T``, exactly as the Python ``Fused.eval`` does (the first stage sees
+    ``x`` unconverted); the stages are inlined like any helper, so a map over it is still
+    one loop."""
+    if len(node.args) != 2:
+        ctx.fail(node, f"'{text}' takes (x, p), got {len(node.args)} arguments", "Call")
+    operands = [lower_operand(ctx, a) for a in node.args]
+    ret = Ty(fused.T)
+
+    def run(x: Value, p: Value) -> Value:
+        value = x
+        for fn, _label in fused.stages():
+            value = _call_helper(ctx, node, fn, text, ret, [value, p])
+        return value
+
+    return ctx.typing(node, distribute, run, *operands)

@@ -93,6 +93,17 @@ class FnContext:
     declared_ret: bool = False
     """True when the caller fixes the return type (the spec's element type), so a returned
     Choice converts each alternative to it on its own."""
+    raw: bool = False
+    """True in a raw kernel's own body (memory, builtins, bare ``return``)."""
+    depth: int = 0
+    """Nesting of the statement being lowered in if/while/for bodies (0: top level)."""
+    varying: frozenset[str] | None = None
+    """Raw kernels' last emit pass: the locals whose value depends on the thread (see
+    :mod:`gompute_core.ir.uniformity`); None in the other passes (no barrier checks)."""
+    divergent: list[int] = field(default_factory=list)
+    """Lines of the enclosing conditions and loops that depend on the thread index."""
+    exited: int | None = None
+    """Line of a ``return`` some threads of a block may have taken (raw kernels)."""
 
     # -- errors -------------------------------------------------------------------------
     def fail(self, node: ast.AST | None, message: str, construct: str | None = None) -> NoReturn:

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..ir.nodes import ArrayType, Field, Index, StructType, Var
 from ..types import is_int
-from . import ops
+from . import memory, ops
 from .choice import Choice, Operand, choose, distribute, settle, settle_to
 from .context import FnContext, Static
 from .kmath import MathNamespace
@@ -146,10 +146,14 @@ def _attribute(ctx: FnContext, node: ast.Attribute) -> Value | Static:
         base = ctx.typing(node, settle, base)
     if isinstance(base, Static):
         obj = base.obj
+        from ..fusion import Fused, Unary
+
+        if isinstance(obj, (Fused, Unary)) and node.attr in ("eval", "__call__"):
+            return Static(getattr(obj, node.attr), text)
         if not isinstance(obj, (types.ModuleType, type, MathNamespace)):
             ctx.fail(node, f"attribute access on '{base.text}' ({_describe_static(obj)}): "
-                           "only params, modules, classes and g.math have attributes in "
-                           "kernel code", "Attribute")
+                           "only params, modules, classes, g.math and the eval of g.Fused/"
+                           "g.Unary objects have attributes in kernel code", "Attribute")
         try:
             value = getattr(obj, node.attr)
         except AttributeError:
@@ -167,9 +171,11 @@ def _attribute(ctx: FnContext, node: ast.Attribute) -> Value | Static:
 
 def _subscript(ctx: FnContext, node: ast.Subscript) -> Value:
     base = lower_expr(ctx, node.value)
+    if memory.is_memory(base):
+        return memory.load(ctx, node, base)
     if not isinstance(base.type, ArrayType):
         ctx.fail(node, f"indexing a {base.ty.describe()}: only params arrays "
-                       "(g.Array fields) can be indexed", "Subscript")
+                       "(g.Array fields) and a raw kernel's arrays can be indexed", "Subscript")
     if isinstance(node.slice, ast.Slice):
         reject(ctx, node.slice)
     idx = lower_expr(ctx, node.slice)

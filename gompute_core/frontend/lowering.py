@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import ast
 import types
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
-from ..ir.nodes import Assign, Expr, Function, Var
+import numpy as np
+
+from ..ir.nodes import Assign, Expr, Function, Stmt, Var
+from ..ir.uniformity import varying_names
 from .context import FnContext, Param, Program, Specialization, fail_at
 from .limits import MAX_AST_DEPTH, ast_too_deep
 from .names import safe_name
@@ -55,9 +58,14 @@ def _param_names(src: FunctionSource, arg_tys: Sequence[Ty | None]) -> list[str]
 
 
 def lower_function(program: Program, src: FunctionSource, arg_tys: Sequence[Ty | None],
-                   ret: Ty | None, ir_name: str) -> Specialization:
+                   ret: Ty | None, ir_name: str, raw: bool = False) -> Specialization:
     """Lower ``src`` called with ``arg_tys`` (None: the parameter is unused and dropped) to
-    an IR Function named ``ir_name`` returning ``ret`` (None: inferred)."""
+    an IR Function named ``ir_name`` returning ``ret`` (None: inferred).
+
+    ``raw``: ``src`` is a raw kernel's entry (memory, builtins, bare returns; it returns
+    nothing, ``Function.ret`` is None). Its emit pass runs twice: the second knows which
+    locals vary between threads (:mod:`gompute_core.ir.uniformity`) and rejects barriers
+    some threads of a block may not reach, at their line."""
     names = _param_names(src, arg_tys)
     body = _body(src)
     for stmt in body:
@@ -83,7 +91,7 @@ def lower_function(program: Program, src: FunctionSource, arg_tys: Sequence[Ty |
     def context(var_types: dict[str, Ty], emit: bool, ret_ty: Ty | None) -> FnContext:
         return FnContext(program, src, params, local_names, ir_names, dict(var_types), ret_ty,
                          emit=emit, lower_helper=lower_helper, defined=set(initial),
-                         declared_ret=ret is not None)
+                         declared_ret=ret is not None, raw=raw)
 
     initial = {n: p.ty for n, p in params.items() if n in local_names and p.ty is not None}
     var_types: dict[str, Ty] = dict(initial)
@@ -95,15 +103,20 @@ def lower_function(program: Program, src: FunctionSource, arg_tys: Sequence[Ty |
         if ctx.var_types == var_types and new_returns == returns:
             break
         var_types, returns = ctx.var_types, new_returns
-    ret_ty = ret if ret is not None else returns
-    if ret_ty is None:
-        lower_block(context(var_types, True, None), body)  # reports an error hidden in collect
-        fail_at(src, src.node, f"kernel function '{src.name}' never returns a value", "Return")
-    ctx = context(var_types, True, ret_ty)
-    stmts = lower_block(ctx, body)
-    if not always_returns(stmts):
-        ctx.fail(body[-1], f"kernel function '{src.name}' can reach its end without returning "
-                           "a value; every path must return", "Return")
+    if raw:
+        ctx, stmts = _emit_raw(context, var_types, body)
+        ret_ty = None
+    else:
+        ret_ty = ret if ret is not None else returns
+        if ret_ty is None:
+            lower_block(context(var_types, True, None), body)  # reports an error hidden in collect
+            fail_at(src, src.node, f"kernel function '{src.name}' never returns a value",
+                    "Return")
+        ctx = context(var_types, True, ret_ty)
+        stmts = lower_block(ctx, body)
+        if not always_returns(stmts):
+            ctx.fail(body[-1], f"kernel function '{src.name}' can reach its end without "
+                               "returning a value; every path must return", "Return")
     prologue = []
     for pname, p in params.items():
         if pname in local_names and p.ty is not None and p.name is not None:
@@ -113,12 +126,24 @@ def lower_function(program: Program, src: FunctionSource, arg_tys: Sequence[Ty |
         name=ir_name,
         args=tuple((p.name, p.ty.type) for p in params.values()
                    if p.name is not None and p.ty is not None),
-        ret=ret_ty.type,
+        ret=None if ret_ty is None else ret_ty.type,
         locals=ctx.declared(),
         body=(*prologue, *stmts),
         source=src.location,
     )
-    return Specialization(fn, ret_ty)
+    return Specialization(fn, Ty(np.bool_) if ret_ty is None else ret_ty)
+
+
+def _emit_raw(context: Callable[[dict[str, Ty], bool, Ty | None], FnContext],
+              var_types: dict[str, Ty], body: list[ast.stmt]
+              ) -> tuple[FnContext, tuple[Stmt, ...]]:
+    """A raw kernel's emit passes: the first finds the locals that vary between threads, the
+    second lowers again knowing them, checking every barrier."""
+    first = context(var_types, True, None)
+    probe = Function("probe", (), None, first.declared(), lower_block(first, body))
+    ctx = context(var_types, True, None)
+    ctx.varying = varying_names(probe)
+    return ctx, lower_block(ctx, body)
 
 
 def coerce_param(ctx: FnContext, name: str, ty: Ty, to: Ty) -> Expr:

@@ -15,8 +15,9 @@ from typing import Any
 
 from ..errors import KernelSyntaxError
 from ..ir.nodes import Assign, Break, Const, Continue, Expr, ForRange, If, Return, Stmt, While
+from ..ir.uniformity import is_varying
 from ..types import i64, is_int
-from . import ops
+from . import memory, ops
 from .choice import Choice, Operand, distribute, settle, settle_store, settle_to
 from .context import FnContext, Static, Unresolved
 from .expressions import _BINOPS, condition, construct_name, lower_any, lower_operand, reject
@@ -92,29 +93,74 @@ def _target_name(ctx: FnContext, target: ast.expr) -> str:
     return reject(ctx, target)
 
 
+def _is_memory_target(ctx: FnContext, target: ast.expr) -> bool:
+    """True for ``a[i]`` in a raw kernel (a store to device memory)."""
+    return ctx.raw and isinstance(target, ast.Subscript)
+
+
+def _store_memory(ctx: FnContext, target: ast.Subscript, operand: Operand) -> list[Stmt]:
+    v = ctx.typing(target, settle, operand)
+    return list(memory.store(ctx, target, v))
+
+
 def _assign(ctx: FnContext, node: ast.Assign) -> list[Stmt]:
-    names = [_target_name(ctx, t) for t in node.targets]
+    shared = memory.is_shared_call(ctx, node.value)
+    if shared is not None:
+        return memory.declare_shared(ctx, node, shared)
+    names = [None if _is_memory_target(ctx, t) else _target_name(ctx, t) for t in node.targets]
     v = _value_or_unresolved(ctx, node.value)
     if v is None:
         return []
     out: list[Stmt] = []
-    for name in names:
-        out.extend(_store(ctx, node, name, v))
+    for name, target in zip(names, node.targets, strict=True):
+        if name is None:
+            out.extend(_store_memory(ctx, target, v))  # type: ignore[arg-type]
+        else:
+            out.extend(_store(ctx, node, name, v))
     return out
 
 
 def _augassign(ctx: FnContext, node: ast.AugAssign) -> list[Stmt]:
-    name = _target_name(ctx, node.target)
     op = _BINOPS.get(type(node.op))
     if op is None:
         return reject(ctx, node, construct_name(node.op))
-    load = ast.copy_location(ast.Name(id=name, ctx=ast.Load()), node.target)
+    if _is_memory_target(ctx, node.target):
+        target = node.target
+        load: ast.expr = ast.copy_location(
+            ast.Subscript(value=target.value, slice=target.slice, ctx=ast.Load()), target)  # type: ignore[attr-defined]
+    else:
+        name = _target_name(ctx, node.target)
+        load = ast.copy_location(ast.Name(id=name, ctx=ast.Load()), node.target)
     current = _value_or_unresolved(ctx, load)
     rhs = _value_or_unresolved(ctx, node.value)
     if current is None or rhs is None:
         return []
-    return _store(ctx, node, name, ctx.typing(node, distribute, partial(ops.binary, op), current,
-                                              rhs))
+    result = ctx.typing(node, distribute, partial(ops.binary, op), current, rhs)
+    if isinstance(load, ast.Subscript):
+        return _store_memory(ctx, node.target, result)  # type: ignore[arg-type]
+    return _store(ctx, node, name, result)
+
+
+def _nested(ctx: FnContext, node: ast.AST, divergent: bool, body: Sequence[ast.stmt]
+            ) -> tuple[Stmt, ...]:
+    """Lower a nested body (if branch, loop body); ``divergent``: its control depends on
+    the thread index (barrier checks of raw kernels)."""
+    ctx.depth += 1
+    if divergent:
+        ctx.divergent.append(getattr(node, "lineno", 0))
+    try:
+        return lower_block(ctx, body)
+    finally:
+        ctx.depth -= 1
+        if divergent:
+            ctx.divergent.pop()
+
+
+def _varies(ctx: FnContext, *exprs: Expr | None) -> bool:
+    """True in a raw kernel's checking pass when any of ``exprs`` depends on the thread."""
+    if ctx.varying is None:
+        return False
+    return any(e is not None and is_varying(e, ctx.varying) for e in exprs)
 
 
 def _if(ctx: FnContext, node: ast.If) -> list[Stmt]:
@@ -123,10 +169,11 @@ def _if(ctx: FnContext, node: ast.If) -> list[Stmt]:
         # a compile-time condition (a captured flag): only the taken branch exists
         return list(lower_block(ctx, node.body if cond.py else node.orelse))
     before = set(ctx.defined)
-    body = lower_block(ctx, node.body)
+    divergent = _varies(ctx, None if cond is None else cond.expr)
+    body = _nested(ctx, node, divergent, node.body)
     after_body = None if _ends(body) else ctx.defined
     ctx.defined = set(before)
-    orelse = lower_block(ctx, node.orelse)
+    orelse = _nested(ctx, node, divergent, node.orelse)
     after_orelse = None if _ends(orelse) else ctx.defined
     # definitely assigned after the if: what both fall-through branches assigned
     if after_body is None:
@@ -151,7 +198,7 @@ def _while(ctx: FnContext, node: ast.While) -> list[Stmt]:
         return []
     before = set(ctx.defined)
     ctx.loop_depth += 1
-    body = lower_block(ctx, node.body)
+    body = _nested(ctx, node, _varies(ctx, None if cond is None else cond.expr), node.body)
     ctx.loop_depth -= 1
     ctx.defined = before  # the body may run zero times
     if cond is None:
@@ -191,7 +238,8 @@ def _for(ctx: FnContext, node: ast.For) -> list[Stmt]:
     before = set(ctx.defined)
     ctx.defined.add(name)
     ctx.loop_depth += 1
-    body = lower_block(ctx, node.body)
+    body = _nested(ctx, node, _varies(ctx, *(None if v is None else v.expr for v in values)),
+                   node.body)
     ctx.loop_depth -= 1
     ctx.defined = before  # the range may be empty: nothing assigned in the loop is certain
     if not ctx.emit or any(v is None for v in values):
@@ -208,6 +256,12 @@ def _for(ctx: FnContext, node: ast.For) -> list[Stmt]:
 
 
 def _return(ctx: FnContext, node: ast.Return) -> list[Stmt]:
+    if ctx.raw:
+        if node.value is not None:
+            ctx.fail(node, "a raw kernel returns nothing: write results to its arrays", "Return")
+        if ctx.divergent and ctx.exited is None:
+            ctx.exited = node.lineno
+        return [Return(None)]
     if node.value is None:
         ctx.fail(node, "a kernel function must return a value", "Return")
     operand = _value_or_unresolved(ctx, node.value)
@@ -239,12 +293,15 @@ def _expr_stmt(ctx: FnContext, node: ast.Expr) -> list[Stmt]:
     value = node.value
     if isinstance(value, ast.Constant) and isinstance(value.value, str):
         return []  # a docstring or comment string
+    effect = memory.statement_call(ctx, node)
+    if effect is not None:
+        return effect
     if isinstance(value, (ast.Yield, ast.YieldFrom, ast.Await)):
         return reject(ctx, value)
     if isinstance(value, ast.Call):
         return reject(ctx, node, f"a call of '{ast.unparse(value.func)}' as a statement (its "
-                                 "result is unused; kernels have no side effects such as "
-                                 "printing)")
+                                 "result is unused; kernel functions have no side effects "
+                                 "such as printing)")
     return reject(ctx, node, "an expression statement (its value is unused)")
 
 

@@ -16,7 +16,7 @@ from typing import Literal
 
 import numpy as np
 
-from ..ir.nodes import ArrayType, Cast, Const, Expr, IRType, StructType
+from ..ir.nodes import ArrayType, Cast, Const, Expr, IRType, PointerType, SharedType, StructType
 from ..types import (
     FLOAT_TYPES,
     INT_TYPES,
@@ -89,12 +89,16 @@ def describe_type(t: IRType, weak: str | None = None) -> str:
         return f"params record {t.name}"
     if isinstance(t, ArrayType):
         return f"params array of {t.length} {describe_type(t.elem)}"
+    if isinstance(t, PointerType):
+        return f"GlobalPtr[{short_name(t.elem)}]"
+    if isinstance(t, SharedType):
+        return f"shared array {short_name(t.elem)}{list(t.shape)}"
     return short_name(t)
 
 
 def is_scalar(t: IRType) -> bool:
     """True for scalar (number or bool) types."""
-    return not isinstance(t, (StructType, ArrayType))
+    return not isinstance(t, (StructType, ArrayType, PointerType, SharedType))
 
 
 def weak_kind_of(v: int | float | bool) -> WeakKind:

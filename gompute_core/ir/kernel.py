@@ -31,8 +31,13 @@ from typing import Literal
 from ..types import ScalarType
 from .nodes import Const, Function, StructType
 
-Kind = Literal["map", "map_to", "zip", "map_indexed", "reduce", "gather", "scatter"]
+Kind = Literal["map", "map_to", "zip", "map_indexed", "reduce", "gather", "scatter", "raw"]
 KINDS: tuple[Kind, ...] = ("map", "map_to", "zip", "map_indexed", "reduce", "gather", "scatter")
+"""The spec kinds (a raw kernel's KernelIR has kind ``"raw"``: see :data:`RAW`)."""
+RAW: Kind = "raw"
+"""The kind of a raw kernel's KernelIR: ``functions[-1]`` (named ``name``) is the entry
+itself, its arguments the kernel's (pointers, scalars, params records, in order),
+``block`` the declared block shape or None; no value types, params or element."""
 
 EntryArgKind = Literal["pointer", "u64"]
 ENTRY_ARGS: dict[Kind, tuple[tuple[str, EntryArgKind], ...]] = {
@@ -73,6 +78,7 @@ class KernelIR:
     pre: str | None = None
     identity: Const | None = None
     reassociate: bool = False
+    block: tuple[int, int, int] | None = None
     _digest: str = field(default="", init=False, repr=False, compare=False)
 
     def value_type(self, role: str) -> ScalarType:

@@ -46,7 +46,32 @@ class StructType:
     layout: object  # gompute_core.abi.layout.StructLayout (kept loose to avoid a cycle)
 
 
-IRType: TypeAlias = ScalarType | ArrayType | StructType
+@dataclass(frozen=True)
+class PointerType:
+    """A raw kernel's device array argument ``g.GlobalPtr[elem]`` (1-D, unchecked bounds)."""
+
+    elem: ScalarType
+
+
+@dataclass(frozen=True)
+class SharedType:
+    """A block-shared array ``shared_array(elem, shape)`` of a raw kernel (1-D or 2-D,
+    row-major, static size)."""
+
+    elem: ScalarType
+    shape: tuple[int, ...]
+
+    @property
+    def size(self) -> int:
+        """Number of elements."""
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+
+IRType: TypeAlias = ScalarType | ArrayType | StructType | PointerType | SharedType
+MemoryType: TypeAlias = PointerType | SharedType
 
 UnaryOp = Literal["neg", "invert"]
 BinaryOp = Literal[
@@ -188,9 +213,50 @@ class CallFunction:
     type: IRType
 
 
+GeometryFunc = Literal["global_id", "local_id", "block_id", "block_dim", "grid_dim"]
+AtomicOp = Literal["add", "sub", "min", "max", "exch", "cas"]
+
+
+@dataclass(frozen=True)
+class Geometry:
+    """A launch-geometry builtin of a raw kernel along ``dim`` (0, 1, 2 = x, y, z), read
+    from the real launch on every backend; ``global_id(d)`` is
+    ``block_id(d) * block_dim(d) + local_id(d)``. Always ``i64``."""
+
+    func: GeometryFunc
+    dim: int
+    type: ScalarType
+
+
+@dataclass(frozen=True)
+class Load:
+    """``base[index...]`` where ``base`` is a :class:`Var` of a :class:`PointerType` (one
+    index) or :class:`SharedType` (one per dimension); indices are ``i64``. Out-of-range
+    indices are undefined behaviour (no check is emitted)."""
+
+    base: Var
+    index: tuple[Expr, ...]
+    type: ScalarType
+
+
+@dataclass(frozen=True)
+class Atomic:
+    """An atomic read-modify-write of ``base[index...]`` (as :class:`Load`), giving the
+    element's OLD value. ``value`` has the element type; ``cas`` stores ``value`` only
+    where the element equals ``compare`` (bit patterns, for floats). Float ``min``/``max``
+    store ``value`` only if it is less (greater) than the element: a NaN never replaces."""
+
+    op: AtomicOp
+    base: Var
+    index: tuple[Expr, ...]
+    value: Expr
+    compare: Expr | None
+    type: ScalarType
+
+
 Expr: TypeAlias = (
     Const | Var | Field | Index | Unary | Not | Binary | Compare | Logical | Select | Cast
-    | CallIntrinsic | CallFunction
+    | CallIntrinsic | CallFunction | Geometry | Load | Atomic
 )
 
 
@@ -247,12 +313,38 @@ class Continue:
 
 @dataclass(frozen=True)
 class Return:
-    """``return value``; ``value`` already has the function's return type."""
+    """``return value``; ``value`` already has the function's return type (None: the bare
+    ``return`` of a raw kernel, which ends the calling thread)."""
+
+    value: Expr | None
+
+
+@dataclass(frozen=True)
+class Store:
+    """``base[index...] = value`` of a raw kernel (``base`` and ``index`` as in
+    :class:`Load`; ``value`` already has the element type)."""
+
+    base: Var
+    index: tuple[Expr, ...]
+    value: Expr
+
+
+@dataclass(frozen=True)
+class Barrier:
+    """``barrier()``: every thread of the block waits here; memory written before it (global
+    and shared) is visible to the block after it. Reached under uniform control only."""
+
+
+@dataclass(frozen=True)
+class Evaluate:
+    """An expression evaluated for its effect (an atomic whose old value is unused)."""
 
     value: Expr
 
 
-Stmt: TypeAlias = Assign | If | ForRange | While | Break | Continue | Return
+Stmt: TypeAlias = (
+    Assign | If | ForRange | While | Break | Continue | Return | Store | Barrier | Evaluate
+)
 
 
 @dataclass(frozen=True)
@@ -262,12 +354,14 @@ class Function:
     ``args`` and ``locals`` are ``(name, type)`` pairs; names are unique within
     the function and valid identifiers in C and Python (the frontend renames
     any that collide with reserved words of either). Every path through
-    ``body`` ends in a ``Return``.
+    ``body`` ends in a ``Return``, except in a raw kernel's entry function
+    (``ret`` None), whose end returns. A raw kernel's ``locals`` include its
+    shared arrays (:class:`SharedType`; declared once, never assigned).
     """
 
     name: str
     args: tuple[tuple[str, IRType], ...]
-    ret: IRType
+    ret: IRType | None
     locals: tuple[tuple[str, IRType], ...]
     body: tuple[Stmt, ...]
     # "file:line" of the Python definition, for messages; kept out of repr/eq so that

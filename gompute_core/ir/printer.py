@@ -17,6 +17,8 @@ from .kernel import KernelIR
 from .nodes import (
     ArrayType,
     Assign,
+    Atomic,
+    Barrier,
     Binary,
     Break,
     CallFunction,
@@ -25,18 +27,24 @@ from .nodes import (
     Compare,
     Const,
     Continue,
+    Evaluate,
     Expr,
     Field,
     ForRange,
     Function,
+    Geometry,
     If,
     Index,
     IRType,
+    Load,
     Logical,
     Not,
+    PointerType,
     Return,
     Select,
+    SharedType,
     Stmt,
+    Store,
     StructType,
     Unary,
     Var,
@@ -52,10 +60,16 @@ _SYMBOLS: dict[str, str] = {
 }
 
 
-def format_type(t: IRType) -> str:
-    """``f32``, ``Scale``, ``f32[4]``."""
+def format_type(t: IRType | None) -> str:
+    """``f32``, ``Scale``, ``f32[4]``, ``ptr f32``, ``shared f32[16, 17]``, ``void``."""
     from ..types import short_name
 
+    if t is None:
+        return "void"
+    if isinstance(t, PointerType):
+        return f"ptr {short_name(t.elem)}"
+    if isinstance(t, SharedType):
+        return f"shared {short_name(t.elem)}[{', '.join(map(str, t.shape))}]"
     if isinstance(t, StructType):
         return t.name
     if isinstance(t, ArrayType):
@@ -111,6 +125,19 @@ class IRPrinter(Visitor):
 
     visit_CallFunction = visit_CallIntrinsic
 
+    def visit_Geometry(self, e: Geometry, top: bool) -> str:
+        return f"{e.func}({e.dim})"
+
+    def visit_Load(self, e: Load, top: bool) -> str:
+        return f"{e.base.name}[{', '.join(self.expr(i, True) for i in e.index)}]"
+
+    def visit_Atomic(self, e: Atomic, top: bool) -> str:
+        args = [f"{e.base.name}[{', '.join(self.expr(i, True) for i in e.index)}]"]
+        if e.compare is not None:
+            args.append(self.expr(e.compare, True))
+        args.append(self.expr(e.value, True))
+        return f"atomic_{e.op}({', '.join(args)})"
+
     # ---- statements: append lines to ``out`` at ``indent`` levels ----------------------
     def stmts(self, body: tuple[Stmt, ...], indent: int, out: list[str]) -> None:
         """Append the lines of ``body`` to ``out``."""
@@ -121,7 +148,18 @@ class IRPrinter(Visitor):
         out.append(f"{'  ' * indent}{s.name} = {format_expr(s.value)}")
 
     def visit_Return(self, s: Return, indent: int, out: list[str]) -> None:
-        out.append(f"{'  ' * indent}return {format_expr(s.value)}")
+        value = "" if s.value is None else f" {format_expr(s.value)}"
+        out.append(f"{'  ' * indent}return{value}")
+
+    def visit_Store(self, s: Store, indent: int, out: list[str]) -> None:
+        index = ", ".join(format_expr(i) for i in s.index)
+        out.append(f"{'  ' * indent}{s.base.name}[{index}] = {format_expr(s.value)}")
+
+    def visit_Barrier(self, s: Barrier, indent: int, out: list[str]) -> None:
+        out.append(f"{'  ' * indent}barrier()")
+
+    def visit_Evaluate(self, s: Evaluate, indent: int, out: list[str]) -> None:
+        out.append(f"{'  ' * indent}{format_expr(s.value)}")
 
     def visit_Break(self, s: Break, indent: int, out: list[str]) -> None:
         out.append(f"{'  ' * indent}break")
@@ -191,6 +229,8 @@ def format_kernel(kir: KernelIR) -> str:
         lines.append(f"  identity = {format_expr(kir.identity)}")
     if kir.reassociate:
         lines.append("  reassociate = True")
+    if kir.block is not None:
+        lines.append(f"  block = {kir.block}")
     if kir.params is not None:
         _format_struct(kir.params, "  ", set(), lines)
     for fn in kir.functions:

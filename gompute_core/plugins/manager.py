@@ -354,7 +354,7 @@ def compile_artifact(request: CompileRequest) -> Artifact:
         raise InvalidArgument(f"arch: expected a string, got {request.arch!r}")
     comp = compiler(request.backend)
     return compile_kernel(comp, request.kernel, request.arch, request.options,
-                          _registry().compile_caches[request.backend])
+                          _registry().compile_caches[request.backend], source=request.source)
 
 
 def open_device(name: str, ordinal: int = 0) -> Any:

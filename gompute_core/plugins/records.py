@@ -64,13 +64,17 @@ class CompileRequest:
     The core always names ``arch``: ``g.compile`` without one takes device 0's
     from the probe (:func:`gompute_core.runtime.compile.detected_arch`), so no
     plugin detects devices to compile.
-    ``options`` are extra compiler options, part of the cache key.
+    ``options`` are extra compiler options, part of the cache key. ``source``
+    is a raw kernel's own C text (``g.RawKernel.from_source``): compiled as is
+    instead of rendering ``kernel`` (which then only names the entry and has
+    no functions).
     """
 
     backend: str
     kernel: KernelIR
     arch: str | None = None
     options: tuple[str, ...] = ()
+    source: str | None = None
 
 
 @dataclass(frozen=True)
