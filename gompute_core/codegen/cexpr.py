@@ -210,6 +210,25 @@ class FunctionWriter(Visitor):
     def visit_CallFunction(self, e: ir.CallFunction) -> str:
         return f"{fn_name(e.func)}({', '.join(self.expr(a) for a in e.args)})"
 
+    # ---- raw kernels: memory, geometry, atomics -------------------------------------
+    def element(self, base: ir.Var, index: tuple[ir.Expr, ...]) -> str:
+        """The storage path of a global or shared array's element (one ``[i]`` per
+        dimension, each index in 64 bits)."""
+        return var_name(base.name) + "".join(f"[(gp_i64)({self.expr(i)})]" for i in index)
+
+    def visit_Geometry(self, e: ir.Geometry) -> str:
+        return self.r.geometry_expr(e.func, e.dim)
+
+    def visit_Load(self, e: ir.Load) -> str:
+        return self.load(self.element(e.base, e.index), e.type)
+
+    def visit_Atomic(self, e: ir.Atomic) -> str:
+        space = self.r.pointer_space if isinstance(e.base.type, ir.PointerType) \
+            else self.r.shared_pointer_space
+        compare = None if e.compare is None else self.expr(e.compare)
+        return self.r.atomic(e.op, e.type, f"&{self.element(e.base, e.index)}", space,
+                             self.expr(e.value), compare)
+
     # ---- statements ------------------------------------------------------------------
     def stmts(self, body: tuple[ir.Stmt, ...], ind: str, types: dict[str, ir.IRType]) -> str:
         """Render statements at indentation ``ind``; ``types`` maps names to IR types."""
@@ -224,7 +243,19 @@ class FunctionWriter(Visitor):
         return f"{ind}{var_name(s.name)} = {self.expr(s.value)};\n"
 
     def visit_Return(self, s: ir.Return, ind: str, types: dict[str, ir.IRType]) -> str:
+        if s.value is None:  # a raw kernel's bare return
+            return f"{ind}return;\n"
         return f"{ind}return {self.expr(s.value)};\n"
+
+    def visit_Store(self, s: ir.Store, ind: str, types: dict[str, ir.IRType]) -> str:
+        elem = s.base.type.elem  # type: ignore[union-attr]
+        return f"{ind}{self.element(s.base, s.index)} = {self.store(self.expr(s.value), elem)};\n"
+
+    def visit_Barrier(self, s: ir.Barrier, ind: str, types: dict[str, ir.IRType]) -> str:
+        return f"{ind}{self.r.block_barrier};\n"
+
+    def visit_Evaluate(self, s: ir.Evaluate, ind: str, types: dict[str, ir.IRType]) -> str:
+        return f"{ind}(void)({self.expr(s.value)});\n"
 
     def visit_Break(self, s: ir.Break, ind: str, types: dict[str, ir.IRType]) -> str:
         return f"{ind}break;\n"
@@ -269,18 +300,29 @@ class FunctionWriter(Visitor):
 
     # ---- functions -------------------------------------------------------------------
     def decl_type(self, t: ir.IRType, name: str) -> str:
-        """A C declaration of ``name`` with IR type ``t`` (arrays in storage form)."""
+        """A C declaration of ``name`` with IR type ``t`` (arrays in storage form, a shared
+        array in the dialect's shared address space)."""
         if isinstance(t, ir.ArrayType):
             return f"{mem_type(t.elem)} {name}[{t.length}]"
+        if isinstance(t, ir.SharedType):
+            dims = "".join(f"[{d}]" for d in t.shape)
+            return f"{self.r.shared_qualifier} {mem_type(t.elem)} {name}{dims}"
         return f"{reg_type(t)} {name}"
+
+    def local_decls(self, locals_: tuple[tuple[str, ir.IRType], ...]) -> str:
+        """Declarations of a function's locals at the top of its body: shared arrays first
+        (OpenCL wants them before any statement), scalars zero-initialized."""
+        ordered = sorted(locals_, key=lambda nt: not isinstance(nt[1], ir.SharedType))
+        out = ""
+        for n, t in ordered:
+            init = "" if isinstance(t, (ir.ArrayType, ir.StructType, ir.SharedType)) else \
+                (" = false" if t is np.bool_ else " = 0")
+            out += f"  {self.decl_type(t, var_name(n))}{init};\n"
+        return out
 
     def function(self, f: ir.Function) -> str:
         """Render one IR function as a forced-inline device helper."""
         types = dict(f.args) | dict(f.locals)
         args = ", ".join(self.decl_type(t, var_name(n)) for n, t in f.args) or "void"
         out = f"{self.r.function_qualifier} {reg_type(f.ret)} {fn_name(f.name)}({args}) {{\n"
-        for n, t in f.locals:
-            init = "" if isinstance(t, (ir.ArrayType, ir.StructType)) else \
-                (" = false" if t is np.bool_ else " = 0")
-            out += f"  {self.decl_type(t, var_name(n))}{init};\n"
-        return out + self.stmts(f.body, "  ", types) + "}\n"
+        return out + self.local_decls(f.locals) + self.stmts(f.body, "  ", types) + "}\n"

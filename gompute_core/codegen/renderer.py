@@ -8,7 +8,10 @@ types and the vector-load style, math function names per float type (defaults fr
 reserved words, and the expression writer class. :meth:`CRenderer.render` turns one
 :class:`~gompute_core.ir.kernel.KernelIR` into a complete translation unit:
 prelude, helpers, params struct with compile-time layout assertions, the kernel's
-IR functions as forced-inline device functions, and the entry point.
+IR functions as forced-inline device functions, and the entry point. Raw kernels
+(``kind == "raw"``) add tables: launch geometry per dimension (:attr:`CRenderer.geometry`),
+the block barrier, the launch bound of a declared block shape, the shared address
+space of pointers, and the atomics (:mod:`gompute_core.codegen.atomics`).
 """
 
 from __future__ import annotations
@@ -19,12 +22,15 @@ import numpy as np
 
 from ..errors import Unsupported
 from ..ir.intrinsics import INTRINSICS, f32_via_f64
-from ..ir.kernel import KernelIR
-from ..ir.nodes import IRType
+from ..ir.kernel import RAW, KernelIR
+from ..ir.nodes import AtomicOp, GeometryFunc, IRType
+from ..types import bits, short_name
+from .atomics import CUDA_ATOMICS, CUDA_CAS, CUDA_FLOAT_BITS, cas_loop_helper
 from .cexpr import FunctionWriter
-from .ctypes_ import C_FAMILY_RESERVED, INT_TYPEDEFS
+from .ctypes_ import C_FAMILY_RESERVED, INT_TYPEDEFS, reg_type
 from .entries import EntryWriter, params_decls
 from .helpers import float_helper, helper_name, int_helper
+from .raw import raw_entry
 
 _C_MATH: dict[str, str] = {
     m.name: m.c for m in INTRINSICS if m.c is not None and m.kind != "predicate"
@@ -104,10 +110,38 @@ class CRenderer:
     #: single node renderings).
     writer_class: ClassVar[type[FunctionWriter]] = FunctionWriter
 
+    # ---- raw kernels -------------------------------------------------------------------
+    #: launch geometry by builtin, format strings over ``{d}`` (0, 1, 2) and ``{axis}``
+    #: (x, y, z); ``global_id`` is always ``block_id * block_dim + local_id`` in 64 bits
+    #: (not OpenCL's ``get_global_id``, which adds the launch's global offset).
+    geometry: ClassVar[dict[str, str]] = {
+        "local_id": "threadIdx.{axis}", "block_id": "blockIdx.{axis}",
+        "block_dim": "blockDim.{axis}", "grid_dim": "gridDim.{axis}",
+    }
+    #: ``barrier()`` of raw kernels: every thread of the block, global and shared memory.
+    block_barrier: ClassVar[str] = "__syncthreads()"
+    #: a raw kernel's launch bound when it declares its block, over ``{threads}`` and
+    #: ``{x}``, ``{y}``, ``{z}``.
+    raw_launch_bounds: ClassVar[str] = "__launch_bounds__({threads}) "
+    #: address-space qualifier of pointers to shared memory (OpenCL's ``"__local "``;
+    #: CUDA and HIP pointers are generic).
+    shared_pointer_space: ClassVar[str] = ""
+    #: native atomics by (op, element short name): see :mod:`gompute_core.codegen.atomics`.
+    atomics: ClassVar[dict[tuple[AtomicOp, str], str]] = CUDA_ATOMICS
+    #: compare-and-swap by bit width, the base of every atomic not in :attr:`atomics`.
+    atomic_cas: ClassVar[dict[int, str]] = CUDA_CAS
+    #: per float type, (its bit pattern, the float of a bit pattern), format strings.
+    atomic_float_bits: ClassVar[dict[str, tuple[str, str]]] = CUDA_FLOAT_BITS
+    #: text emitted before the helpers when a kernel uses a 64-bit atomic (OpenCL's
+    #: extension pragmas).
+    int64_atomics_prelude: ClassVar[str] = ""
+
     def __init__(self) -> None:
         self._helpers: dict[str, str] = {}
         #: set by the writers when the kernel touches f16 (the half prelude is then emitted).
         self.uses_half = False
+        #: set by the writers when the kernel uses a 64-bit atomic.
+        self.uses_int64_atomics = False
         self.writer = self.writer_class(self)
 
     # ---- language and naming: small methods a dialect may override -----------------
@@ -143,7 +177,10 @@ class CRenderer:
 
     def entry_symbol(self, kir: KernelIR) -> str:
         """The entry point's symbol: the kernel's name, ``_`` appended if the target reserves
-        it (compilers record it as the artifact's ``entry``)."""
+        it (compilers record it as the artifact's ``entry``); a raw kernel given as source
+        (no functions: ``g.RawKernel.from_source``) keeps the name its source defines."""
+        if kir.kind == RAW and not kir.functions:
+            return kir.name
         return kir.name + "_" if kir.name in self.reserved_words else kir.name
 
     # ---- services used by the writers ----------------------------------------------
@@ -186,11 +223,43 @@ class CRenderer:
             self.uses_half |= t is np.float16
         return name
 
+    def geometry_expr(self, func: GeometryFunc, dim: int) -> str:
+        """Launch-geometry builtin ``func`` along ``dim`` as a 64-bit signed expression."""
+        if func == "global_id":
+            return (f"({self.geometry_expr('block_id', dim)} * "
+                    f"{self.geometry_expr('block_dim', dim)} + "
+                    f"{self.geometry_expr('local_id', dim)})")
+        return f"((gp_i64){self.geometry[func].format(d=dim, axis='xyz'[dim])})"
+
+    def atomic(self, op: AtomicOp, t: IRType, address: str, space: str, value: str,
+               compare: str | None) -> str:
+        """Atomic ``op`` on the element of type ``t`` at ``address`` (in address space
+        ``space``), its old value: the native spelling when :attr:`atomics` has one, else a
+        compare-and-swap helper emitted once."""
+        if bits(t) == 64:
+            self.uses_int64_atomics = True
+        native = self.atomics.get((op, short_name(t)))
+        if native is not None:
+            call = native.format(p=address, v=value, c=compare, space=space)
+            return f"(({reg_type(t)}){call})"
+        if bits(t) not in self.atomic_cas:
+            raise Unsupported(f"{self.name}: no {bits(t)}-bit compare-and-swap for atomic_{op} "
+                              f"on {short_name(t)}")
+        name, source = cas_loop_helper(op, t, space, self.function_qualifier, self.atomic_cas,
+                                       self.atomic_float_bits)
+        self._helpers.setdefault(name, source)
+        args = [address, value] if compare is None else [address, compare, value]
+        return f"{name}({', '.join(args)})"
+
     # ---- rendering -------------------------------------------------------------------
     def render(self, kir: KernelIR) -> str:
         """The complete source of ``kir``: prelude, helpers, params, functions, entry."""
-        functions = "".join(self.writer.function(f) + "\n" for f in kir.functions)
-        entry = EntryWriter(self, kir).render()
+        if kir.kind == RAW:
+            functions = "".join(self.writer.function(f) + "\n" for f in kir.functions[:-1])
+            entry = raw_entry(self, kir)
+        else:
+            functions = "".join(self.writer.function(f) + "\n" for f in kir.functions)
+            entry = EntryWriter(self, kir).render()
         symbol = self.entry_symbol(kir)
         named = f", entry {symbol}" if symbol != kir.name else ""
         return "\n".join(p for p in (
@@ -208,7 +277,9 @@ class CRenderer:
         """f16 conversions (when used), helpers and params declarations, in that order."""
         if self.uses_half and not self.half_prelude:
             raise Unsupported(f"the {self.name} renderer has no f16 support")
-        parts = [self.half_prelude if self.uses_half else "", "".join(self._helpers.values())]
+        parts = [self.half_prelude if self.uses_half else "",
+                 self.int64_atomics_prelude if self.uses_int64_atomics else "",
+                 "".join(self._helpers.values())]
         if kir.params is not None:
             parts.append(params_decls(kir.params, self))
         return "\n".join(p for p in parts if p)

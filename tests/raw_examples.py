@@ -1,0 +1,392 @@
+"""Raw kernels of every shape the C-family renderers must handle, with NumPy oracles
+(used by ``tests/test_codegen_raw.py`` and ``tests/test_opencl_raw.py``).
+
+Each :class:`Example` names a kernel, a host ``setup(rng)`` returning its launch
+(grid, block, shared bytes, the kernel's arguments with NumPy arrays standing for
+device buffers) and ``check(args, out)`` comparing what the launch left in the arrays
+with NumPy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+import gompute_core as g
+
+B = g.builtins
+
+
+@g.params
+class Scale:
+    """The params record of ``raw_saxpy``."""
+
+    a: g.f32
+    flip: bool
+
+
+@g.params
+class Nothing:
+    """An empty params record (no launch argument)."""
+
+
+@g.raw_kernel
+def raw_add(x: g.GlobalPtr[g.f32], y: g.GlobalPtr[g.f32], out: g.GlobalPtr[g.f32], n: g.u64):
+    i = B.global_id(0)
+    if i >= n:
+        return
+    out[i] = x[i] + y[i]
+
+
+@g.raw_kernel
+def raw_fill(marks: g.GlobalPtr[bool], halves: g.GlobalPtr[g.f16], n: g.u64, e: Nothing):
+    i = B.global_id(0)
+    if i < n:
+        marks[i] = i % 3 == 0
+        halves[i] = g.f16(i) * g.f16(0.5) if marks[i] else halves[i] + g.f16(1)
+
+
+@g.raw_kernel
+def raw_saxpy(x: g.GlobalPtr[g.f32], y: g.GlobalPtr[g.f32], n: g.i32, p: Scale, h: g.f16,
+              b: bool):
+    i = B.global_id(0)
+    if i < n:
+        v = p.a * x[i] + y[i] + g.f32(h)
+        y[i] = -v if p.flip != b else v
+
+
+@g.raw_kernel(block=256)
+def raw_block_sum(x: g.GlobalPtr[g.f32], out: g.GlobalPtr[g.f32], n: g.u64):
+    s = B.shared_array(g.f32, 256)
+    t = B.local_id(0)
+    i = B.global_id(0)
+    s[t] = x[i] if i < n else g.f32(0)
+    B.barrier()
+    step = 128
+    while step > 0:
+        if t < step:
+            s[t] = s[t] + s[t + step]
+        B.barrier()
+        step //= 2
+    if t == 0:
+        out[B.block_id(0)] = s[0]
+
+
+@g.raw_kernel(block=128)
+def raw_block_scan(x: g.GlobalPtr[g.i32], out: g.GlobalPtr[g.i32], n: g.u64):
+    s = B.shared_array(g.i32, 128)
+    t = B.local_id(0)
+    i = B.global_id(0)
+    s[t] = x[i] if i < n else 0
+    B.barrier()
+    offset = 1
+    while offset < 128:
+        v = s[t - offset] if t >= offset else 0
+        B.barrier()
+        s[t] = s[t] + v
+        B.barrier()
+        offset *= 2
+    if i < n:
+        out[i] = s[t]
+
+
+@g.raw_kernel(block=(16, 16))
+def raw_transpose(src: g.GlobalPtr[g.f64], dst: g.GlobalPtr[g.f64], rows: g.i64, cols: g.i64):
+    tile = B.shared_array(g.f64, (16, 17))
+    tx = B.local_id(0)
+    ty = B.local_id(1)
+    c = B.block_id(0) * 16 + tx
+    r = B.block_id(1) * 16 + ty
+    if r < rows and c < cols:
+        tile[ty, tx] = src[r * cols + c]
+    B.barrier()
+    c2 = B.block_id(1) * 16 + tx
+    r2 = B.block_id(0) * 16 + ty
+    if r2 < cols and c2 < rows:
+        dst[r2 * rows + c2] = tile[tx, ty]
+
+
+@g.raw_kernel(block=(8, 8))
+def raw_stencil(src: g.GlobalPtr[g.f32], dst: g.GlobalPtr[g.f32], h: g.i64, w: g.i64):
+    s = B.shared_array(g.f32, (10, 10))
+    tx = B.local_id(0)
+    ty = B.local_id(1)
+    x = B.global_id(0)
+    y = B.global_id(1)
+    for k in range(ty * 8 + tx, 100, 64):
+        sy = k // 10
+        sx = k % 10
+        gy = B.block_id(1) * 8 + sy - 1
+        gx = B.block_id(0) * 8 + sx - 1
+        s[sy, sx] = src[gy * w + gx] if 0 <= gy < h and 0 <= gx < w else g.f32(0)
+    B.barrier()
+    if y < h and x < w:
+        dst[y * w + x] = (s[ty + 1, tx + 1] * 4 - s[ty, tx + 1] - s[ty + 2, tx + 1]
+                          - s[ty + 1, tx] - s[ty + 1, tx + 2])
+
+
+@g.raw_kernel(block=256)
+def raw_histogram(data: g.GlobalPtr[g.u8], bins: g.GlobalPtr[g.u32], n: g.u64):
+    local = B.shared_array(g.u32, 256)
+    t = B.local_id(0)
+    local[t] = 0
+    B.barrier()
+    i = B.global_id(0)
+    while i < n:
+        B.atomic_add(local, g.i64(data[i]), 1)
+        i += B.grid_dim(0) * B.block_dim(0)
+    B.barrier()
+    B.atomic_add(bins, t, local[t])
+
+
+@g.raw_kernel
+def raw_float_max(x: g.GlobalPtr[g.f32], out: g.GlobalPtr[g.f32], n: g.u64):
+    i = B.global_id(0)
+    if i >= n:
+        return
+    v = x[i]
+    old = out[0]
+    while v > old:
+        prev = B.atomic_cas(out, 0, old, v)
+        if prev == old:
+            break
+        old = prev
+
+
+@g.raw_kernel
+def raw_index_3d(out: g.GlobalPtr[g.i64], nx: g.i64, ny: g.i64, nz: g.i64):
+    x = B.global_id(0)
+    y = B.global_id(1)
+    z = B.global_id(2)
+    if x < nx and y < ny and z < nz:
+        out[(z * ny + y) * nx + x] = (x + 1000 * y + 1000000 * z
+                                      + 7 * (B.grid_dim(2) * 100 + B.block_dim(1)))
+
+
+@g.raw_kernel
+def raw_atomics(i32s: g.GlobalPtr[g.i32], u32s: g.GlobalPtr[g.u32], i64s: g.GlobalPtr[g.i64],
+                u64s: g.GlobalPtr[g.u64], f32s: g.GlobalPtr[g.f32], f64s: g.GlobalPtr[g.f64],
+                olds: g.GlobalPtr[g.f64], n: g.i64):
+    """Every atomic op on every type; slot k of each array gets op k from every thread."""
+    i = B.global_id(0)
+    if i >= n:
+        return
+    v = i + 1
+    B.atomic_add(i32s, 0, v)
+    B.atomic_sub(i32s, 1, v)
+    B.atomic_min(i32s, 2, -v)
+    B.atomic_max(i32s, 3, v)
+    B.atomic_add(u32s, 0, v)
+    B.atomic_sub(u32s, 1, v)
+    B.atomic_min(u32s, 2, v)
+    B.atomic_max(u32s, 3, v)
+    B.atomic_add(i64s, 0, v)
+    B.atomic_sub(i64s, 1, v)
+    B.atomic_min(i64s, 2, -v)
+    B.atomic_max(i64s, 3, v)
+    B.atomic_add(u64s, 0, v)
+    B.atomic_sub(u64s, 1, v)
+    B.atomic_min(u64s, 2, v)
+    B.atomic_max(u64s, 3, v)
+    B.atomic_add(f32s, 0, g.f32(v))
+    B.atomic_sub(f32s, 1, g.f32(v))
+    B.atomic_min(f32s, 2, g.f32(-v))
+    B.atomic_max(f32s, 3, g.f32(v))
+    B.atomic_add(f64s, 0, g.f64(v))
+    B.atomic_sub(f64s, 1, g.f64(v))
+    B.atomic_min(f64s, 2, g.f64(-v))
+    B.atomic_max(f64s, 3, g.f64(v))
+    # exch and cas: only thread 0 (single-writer, so the old values are known)
+    if i == 0:
+        olds[0] = g.f64(B.atomic_exch(i32s, 4, -5))
+        olds[1] = g.f64(B.atomic_exch(u32s, 4, 5))
+        olds[2] = g.f64(B.atomic_exch(i64s, 4, -5))
+        olds[3] = g.f64(B.atomic_exch(u64s, 4, 5))
+        olds[4] = g.f64(B.atomic_exch(f32s, 4, g.f32(2.5)))
+        olds[5] = g.f64(B.atomic_exch(f64s, 4, 2.5))
+        olds[6] = g.f64(B.atomic_cas(i32s, 5, 7, -9))
+        olds[7] = g.f64(B.atomic_cas(u32s, 5, 8, 9))
+        olds[8] = g.f64(B.atomic_cas(i64s, 5, 7, -9))
+        olds[9] = g.f64(B.atomic_cas(u64s, 5, 8, 9))
+        olds[10] = g.f64(B.atomic_cas(f32s, 5, g.f32(1.5), g.f32(3.5)))
+        olds[11] = g.f64(B.atomic_cas(f64s, 5, 1.25, 3.5))
+        olds[12] = g.f64(B.atomic_max(f32s, 6, g.f32(float("nan"))))
+        olds[13] = g.f64(B.atomic_min(f64s, 6, float("nan")))
+
+
+@dataclass(frozen=True)
+class Example:
+    """A raw kernel with a host setup and a NumPy check."""
+
+    kernel: Any
+    setup: Callable[[np.random.Generator], tuple[Any, Any, int, list[Any]]]
+    check: Callable[[list[Any], list[Any]], None]
+
+
+def _add_setup(rng: np.random.Generator) -> tuple[Any, Any, int, list[Any]]:
+    n = 1000
+    x, y = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
+    return 8, 128, 0, [x, y, np.zeros(n, np.float32), np.uint64(n)]
+
+
+def _add_check(a: list[Any], out: list[Any]) -> None:
+    np.testing.assert_array_equal(out[2], a[0] + a[1])
+
+
+def _saxpy_setup(rng: np.random.Generator) -> tuple[Any, Any, int, list[Any]]:
+    n = 300
+    x, y = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
+    return 3, 128, 0, [x, y, np.int32(n), Scale(a=np.float32(2.5), flip=True),
+                       np.float16(0.5), np.bool_(False)]
+
+
+def _saxpy_check(a: list[Any], out: list[Any]) -> None:
+    v = np.float32(2.5) * a[0] + a[1] + np.float32(0.5)
+    np.testing.assert_array_equal(out[1], -v)
+
+
+def _fill_setup(rng: np.random.Generator) -> tuple[Any, Any, int, list[Any]]:
+    n = 100
+    return 1, 128, 0, [np.ones(n, np.bool_), np.full(n, 3, np.float16), np.uint64(n), Nothing()]
+
+
+def _fill_check(a: list[Any], out: list[Any]) -> None:
+    i = np.arange(100)
+    np.testing.assert_array_equal(out[0], i % 3 == 0)
+    want = np.where(i % 3 == 0, i.astype(np.float16) * np.float16(0.5), np.float16(4))
+    np.testing.assert_array_equal(out[1], want.astype(np.float16))
+
+
+def _sum_setup(rng: np.random.Generator) -> tuple[Any, Any, int, list[Any]]:
+    n = 1000
+    x = rng.integers(-50, 50, n).astype(np.float32)
+    return 4, 256, 0, [x, np.zeros(4, np.float32), np.uint64(n)]
+
+
+def _sum_check(a: list[Any], out: list[Any]) -> None:
+    x = np.concatenate([a[0], np.zeros(24, np.float32)]).reshape(4, 256)
+    np.testing.assert_array_equal(out[1], x.sum(axis=1))
+
+
+def _scan_setup(rng: np.random.Generator) -> tuple[Any, Any, int, list[Any]]:
+    n = 300
+    return 3, 128, 0, [rng.integers(-100, 100, n).astype(np.int32), np.zeros(n, np.int32),
+                       np.uint64(n)]
+
+
+def _scan_check(a: list[Any], out: list[Any]) -> None:
+    x = a[0]
+    want = np.concatenate([np.cumsum(x[k:k + 128], dtype=np.int32) for k in range(0, 300, 128)])
+    np.testing.assert_array_equal(out[1], want)
+
+
+def _transpose_setup(rng: np.random.Generator) -> tuple[Any, Any, int, list[Any]]:
+    rows, cols = 37, 50
+    src = rng.standard_normal(rows * cols)
+    return (4, 3), (16, 16), 0, [src, np.zeros(rows * cols), np.int64(rows), np.int64(cols)]
+
+
+def _transpose_check(a: list[Any], out: list[Any]) -> None:
+    np.testing.assert_array_equal(out[1], a[0].reshape(37, 50).T.ravel())
+
+
+def _stencil_setup(rng: np.random.Generator) -> tuple[Any, Any, int, list[Any]]:
+    h, w = 20, 27
+    src = rng.integers(-9, 9, h * w).astype(np.float32)
+    return (4, 3), (8, 8), 0, [src, np.zeros(h * w, np.float32), np.int64(h), np.int64(w)]
+
+
+def _stencil_check(a: list[Any], out: list[Any]) -> None:
+    p = np.pad(a[0].reshape(20, 27), 1)
+    want = 4 * p[1:-1, 1:-1] - p[:-2, 1:-1] - p[2:, 1:-1] - p[1:-1, :-2] - p[1:-1, 2:]
+    np.testing.assert_array_equal(out[1], want.ravel())
+
+
+def _hist_setup(rng: np.random.Generator) -> tuple[Any, Any, int, list[Any]]:
+    n = 5000
+    return 3, 256, 0, [rng.integers(0, 256, n).astype(np.uint8), np.zeros(256, np.uint32),
+                       np.uint64(n)]
+
+
+def _hist_check(a: list[Any], out: list[Any]) -> None:
+    np.testing.assert_array_equal(out[1], np.bincount(a[0], minlength=256).astype(np.uint32))
+
+
+def _fmax_setup(rng: np.random.Generator) -> tuple[Any, Any, int, list[Any]]:
+    n = 2000
+    return 16, 128, 0, [rng.standard_normal(n).astype(np.float32),
+                        np.full(1, -np.inf, np.float32), np.uint64(n)]
+
+
+def _fmax_check(a: list[Any], out: list[Any]) -> None:
+    assert out[1][0] == a[0].max()
+
+
+def _index_setup(rng: np.random.Generator) -> tuple[Any, Any, int, list[Any]]:
+    nx, ny, nz = 9, 5, 3
+    return (3, 2, 2), (4, 3, 2), 0, [np.zeros(nx * ny * nz, np.int64), np.int64(nx),
+                                     np.int64(ny), np.int64(nz)]
+
+
+def _index_check(a: list[Any], out: list[Any]) -> None:
+    z, y, x = np.meshgrid(np.arange(3), np.arange(5), np.arange(9), indexing="ij")
+    want = x + 1000 * y + 1000000 * z + 7 * (2 * 100 + 3)
+    np.testing.assert_array_equal(out[0], want.ravel())
+
+
+N_ATOMIC = 200
+
+
+def _atomics_setup(rng: np.random.Generator) -> tuple[Any, Any, int, list[Any]]:
+    def arr(dtype: Any) -> np.ndarray:
+        a = np.zeros(8, dtype)
+        a[2] = np.iinfo(dtype).max if np.dtype(dtype).kind in "iu" else np.inf
+        a[3] = np.iinfo(dtype).min if np.dtype(dtype).kind in "iu" else -np.inf
+        a[4] = 11
+        a[5] = 7 if np.dtype(dtype).kind == "i" else 8
+        if np.dtype(dtype).kind == "f":
+            a[5] = 1.5 if dtype == np.float32 else 1.25
+        a[6] = 4
+        return a
+
+    return 2, 128, 0, [arr(np.int32), arr(np.uint32), arr(np.int64), arr(np.uint64),
+                       arr(np.float32), arr(np.float64), np.zeros(14), np.int64(N_ATOMIC)]
+
+
+def _atomics_check(a: list[Any], out: list[Any]) -> None:
+    v = np.arange(1, N_ATOMIC + 1)
+    for k, dtype in enumerate((np.int32, np.uint32, np.int64, np.uint64, np.float32,
+                               np.float64)):
+        got = out[k]
+        signed = np.dtype(dtype).kind != "u"
+        with np.errstate(over="ignore"):
+            assert got[0] == dtype(v.sum()), (dtype, got)
+            assert got[1] == (dtype(-v.sum()) if signed else
+                              dtype(0) - dtype(v.sum())), (dtype, got)
+        assert got[2] == (dtype(-N_ATOMIC) if signed else dtype(1)), (dtype, got)
+        assert got[3] == dtype(N_ATOMIC), (dtype, got)
+        assert got[4] == (dtype(-5) if np.dtype(dtype).kind == "i" else
+                          dtype(2.5) if np.dtype(dtype).kind == "f" else dtype(5)), (dtype, got)
+        assert got[5] == (dtype(-9) if np.dtype(dtype).kind == "i" else
+                          dtype(3.5) if np.dtype(dtype).kind == "f" else dtype(9)), (dtype, got)
+        assert got[6] == 4, (dtype, got)  # a NaN never replaces
+    np.testing.assert_array_equal(out[6], [11] * 6 + [7, 8, 7, 8, 1.5, 1.25, 4, 4])
+
+
+EXAMPLES: dict[str, Example] = {
+    "add": Example(raw_add, _add_setup, _add_check),
+    "saxpy": Example(raw_saxpy, _saxpy_setup, _saxpy_check),
+    "fill": Example(raw_fill, _fill_setup, _fill_check),
+    "block_sum": Example(raw_block_sum, _sum_setup, _sum_check),
+    "block_scan": Example(raw_block_scan, _scan_setup, _scan_check),
+    "transpose": Example(raw_transpose, _transpose_setup, _transpose_check),
+    "stencil": Example(raw_stencil, _stencil_setup, _stencil_check),
+    "histogram": Example(raw_histogram, _hist_setup, _hist_check),
+    "float_max": Example(raw_float_max, _fmax_setup, _fmax_check),
+    "index_3d": Example(raw_index_3d, _index_setup, _index_check),
+    "atomics": Example(raw_atomics, _atomics_setup, _atomics_check),
+}
+"""Every example by short name."""
