@@ -26,7 +26,7 @@ from ..types import bits, is_int, short_name
 from .ctypes_ import reg_type
 
 _ULL = "(gp_u64*){p}"
-CUDA_ATOMICS: dict[tuple[AtomicOp, str], str] = {
+CUDA_ATOMICS: dict[tuple[str, str], str] = {
     **{("add", t): "atomicAdd({p}, {v})" for t in ("i32", "u32", "u64", "f32", "f64")},
     ("add", "i64"): f"atomicAdd({_ULL}, (gp_u64)({{v}}))",
     **{("sub", t): "atomicSub({p}, {v})" for t in ("i32", "u32")},

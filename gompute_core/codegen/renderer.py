@@ -127,7 +127,7 @@ class CRenderer:
     #: CUDA and HIP pointers are generic).
     shared_pointer_space: ClassVar[str] = ""
     #: native atomics by (op, element short name): see :mod:`gompute_core.codegen.atomics`.
-    atomics: ClassVar[dict[tuple[AtomicOp, str], str]] = CUDA_ATOMICS
+    atomics: ClassVar[dict[tuple[str, str], str]] = CUDA_ATOMICS
     #: compare-and-swap by bit width, the base of every atomic not in :attr:`atomics`.
     atomic_cas: ClassVar[dict[int, str]] = CUDA_CAS
     #: per float type, (its bit pattern, the float of a bit pattern), format strings.

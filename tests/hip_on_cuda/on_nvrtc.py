@@ -33,7 +33,7 @@ from gompute_core.ir.kernel import KernelIR
 from gompute_core.plugins import manager
 
 NAME = "hip_nvrtc"
-KINDS = ("map", "map_to", "zip", "map_indexed", "reduce", "gather", "scatter")
+KINDS = ("map", "map_to", "zip", "map_indexed", "reduce", "gather", "scatter", "raw")
 
 CUDA_HEADER = (Path(__file__).resolve().parent / "hip_to_cuda.h").read_text()
 """Prepended to HIP source for NVRTC (also by the fixture's hiprtc, which embeds the same

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from gompute_core.backend import ArgBuffer, Artifact, Device
+from gompute_core.backend.args import RawArgBuffer
 from gompute_core.backend.pinning import HostPinning
 from gompute_core.errors import (
     AllocFailed,
@@ -43,7 +44,7 @@ from gompute_core.ir.kernel import KernelIR
 from .driver import MAIN, check, cuda, guarded, libcuda
 from .memory import CudaBuffer, pinned_empty
 from .nvrtc import parse_arch
-from .program import CudaLauncher
+from .program import CudaLauncher, CudaRawLauncher
 from .stream import CudaEvent, CudaStream
 
 _get_ident = threading.get_ident
@@ -57,6 +58,10 @@ CU_STREAM_LEGACY = 1
 stream): our blocking streams are ordered with it both ways, for free."""
 CU_EVENT_DISABLE_TIMING = 2
 CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL = 9
+CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES = 1
+CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
+STATIC_SHARED_LIMIT = 48 * 1024
+"""Shared memory a block may use without opting in (``cuFuncSetAttribute``)."""
 
 
 class CudaDevice(Device):
@@ -83,6 +88,13 @@ class CudaDevice(Device):
         attr = drv.device_attribute
         self.sm_count = self._dev.get_attribute(attr.MULTIPROCESSOR_COUNT)
         self.max_threads_per_sm = self._dev.get_attribute(attr.MAX_THREADS_PER_MULTIPROCESSOR)
+        self.max_block_dims = (self._dev.get_attribute(attr.MAX_BLOCK_DIM_X),
+                               self._dev.get_attribute(attr.MAX_BLOCK_DIM_Y),
+                               self._dev.get_attribute(attr.MAX_BLOCK_DIM_Z))
+        self.max_block_threads = self._dev.get_attribute(attr.MAX_THREADS_PER_BLOCK)
+        # the opt-in maximum (227 KiB on Hopper): raw launchers opt in at load
+        self.max_shared_bytes = self._dev.get_attribute(
+            getattr(attr, "MAX_SHARED_MEMORY_PER_BLOCK_OPTIN", attr.MAX_SHARED_MEMORY_PER_BLOCK))
         self.memory_bytes = self._dev.total_memory()
         # 32,764 bytes of kernel arguments from CUDA 12.1 on Volta and later; 4 KiB before
         self.max_argument_bytes = 32764 if major >= 7 and drv.get_driver_version() >= 12010 \
@@ -203,6 +215,25 @@ class CudaDevice(Device):
         self._check_arch(artifact)
         return CudaLauncher(self, self.cfunction(artifact.image, artifact.entry),
                             artifact.entry, kernel.block_size, args)
+
+    def _load_raw(self, artifact: Artifact, kernel: KernelIR,
+                  args: RawArgBuffer) -> CudaRawLauncher:
+        """Load a raw kernel's artifact and return its launcher; the function may use up to
+        :attr:`max_shared_bytes` of shared memory in all (opted in here, above 48 KiB)."""
+        self._check_arch(artifact)
+        cfn = self.cfunction(artifact.image, artifact.entry)
+        if self.max_shared_bytes > STATIC_SHARED_LIMIT:
+            lib, fn = libcuda(), ctypes.c_void_p(cfn)
+            static = ctypes.c_int(0)
+            with guarded(ModuleLoadFailed, "cuda: cuFuncGetAttribute", self):
+                check(lib.cuFuncGetAttribute(ctypes.byref(static),
+                                             CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, fn),
+                      ModuleLoadFailed, f"cuda: shared memory of {artifact.entry!r}")
+                check(lib.cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                             self.max_shared_bytes - static.value),
+                      ModuleLoadFailed, f"cuda: opting {artifact.entry!r} in to "
+                                        f"{self.max_shared_bytes} bytes of shared memory")
+        return CudaRawLauncher(self, cfn, artifact.entry, args)
 
     def max_grid_blocks(self, block_size: int) -> int:
         """``GRID_WAVES`` full-occupancy waves of ``block_size``-thread blocks."""

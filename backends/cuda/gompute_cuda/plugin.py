@@ -19,7 +19,7 @@ if TYPE_CHECKING:  # annotations only: discovery must stay light (no NumPy)
     from gompute_core.backend import Compiler, Device
 
 NAME = "cuda"
-KINDS = ("map", "map_to", "zip", "map_indexed", "reduce", "gather", "scatter")
+KINDS = ("map", "map_to", "zip", "map_indexed", "reduce", "gather", "scatter", "raw")
 """The kinds this backend runs (named here: a kind the core adds later is not claimed)."""
 _lock = threading.Lock()
 

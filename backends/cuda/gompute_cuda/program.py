@@ -32,12 +32,13 @@ CONTEXT_LOST = frozenset({201, 400})
 the current context is not the one our stream and function belong to."""
 
 
-class CudaLauncher:
-    """One loaded entry point; ``launcher(grid, stream)`` launches it with the args."""
+class CudaFunction:
+    """One loaded entry point with the ``extra`` array over its argument buffer; the
+    context handling of every launch (:meth:`launch`), shared by the spec launcher
+    (:class:`CudaLauncher`) and the raw-kernel launcher (:class:`CudaRawLauncher`)."""
 
-    def __init__(self, device: CudaDevice, cfunction: int, name: str, block: int,
-                 args: ArgBuffer) -> None:
-        self.device, self.name, self.block = device, name, block
+    def __init__(self, device: CudaDevice, cfunction: int, name: str, args: ArgBuffer) -> None:
+        self.device, self.name = device, name
         self._size = ctypes.c_size_t(args.size)
         self._extra = (ctypes.c_void_p * 5)(CU_LAUNCH_PARAM_BUFFER_POINTER, args.address,
                                             CU_LAUNCH_PARAM_BUFFER_SIZE,
@@ -48,26 +49,53 @@ class CudaLauncher:
         self._cu_launch = libcuda().cuLaunchKernel
         self._main = device.main_thread
 
-    def __call__(self, grid: int, stream: CudaStream) -> None:
+    def launch(self, gx: int, gy: int, gz: int, bx: int, by: int, bz: int, shared_bytes: int,
+               stream: CudaStream) -> None:
+        """``cuLaunchKernel`` with this geometry on ``stream`` in the device's context
+        (``LaunchFailed`` with the ``CUresult``)."""
         device = self.device
         if _get_ident() == self._main:
             if MAIN.device is not device:
                 device.enter()
-            code = self._cu_launch(self._cfn, grid, 1, 1, self.block, 1, 1, 0, stream.cptr,
+            code = self._cu_launch(self._cfn, gx, gy, gz, bx, by, bz, shared_bytes, stream.cptr,
                                    None, self._extra_ptr)
             if code in CONTEXT_LOST and device.reclaim_main_context():
                 # another library replaced the main thread's current context (JAX/XLA
                 # does): make ours current again and launch once more
-                code = self._cu_launch(self._cfn, grid, 1, 1, self.block, 1, 1, 0,
+                code = self._cu_launch(self._cfn, gx, gy, gz, bx, by, bz, shared_bytes,
                                        stream.cptr, None, self._extra_ptr)
         else:
             device.enter()
             try:
-                code = self._cu_launch(self._cfn, grid, 1, 1, self.block, 1, 1, 0, stream.cptr,
-                                       None, self._extra_ptr)
+                code = self._cu_launch(self._cfn, gx, gy, gz, bx, by, bz, shared_bytes,
+                                       stream.cptr, None, self._extra_ptr)
             finally:
                 cuda().Context.pop()
         if code:
             set_last_driver_error("cuda", code)
-            check(code, LaunchFailed, f"cuda: launching {self.name!r} with {grid} blocks of "
-                                      f"{self.block}")
+            check(code, LaunchFailed, f"cuda: launching {self.name!r} with grid "
+                                      f"({gx}, {gy}, {gz}), block ({bx}, {by}, {bz}) and "
+                                      f"{shared_bytes} bytes of dynamic shared memory")
+
+
+class CudaLauncher(CudaFunction):
+    """A spec kernel's entry; ``launcher(grid, stream)`` launches ``grid`` blocks of the
+    kernel's block size with the args."""
+
+    def __init__(self, device: CudaDevice, cfunction: int, name: str, block: int,
+                 args: ArgBuffer) -> None:
+        super().__init__(device, cfunction, name, args)
+        self.block = block
+
+    def __call__(self, grid: int, stream: CudaStream) -> None:
+        self.launch(grid, 1, 1, self.block, 1, 1, 0, stream)
+
+
+class CudaRawLauncher(CudaFunction):
+    """A raw kernel's entry; ``launcher(grid, block, shared_bytes, stream)`` launches it
+    with the geometry the core checked and the args."""
+
+    def __call__(self, grid: tuple[int, int, int], block: tuple[int, int, int],
+                 shared_bytes: int, stream: CudaStream) -> None:
+        self.launch(grid[0], grid[1], grid[2], block[0], block[1], block[2], shared_bytes,
+                    stream)

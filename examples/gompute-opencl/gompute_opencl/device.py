@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pyopencl as cl
 
-from gompute_core.backend import ArgBuffer, Artifact, Buffer, Device, Stream
+from gompute_core.backend import ArgBuffer, Artifact, Buffer, Device, RawArgBuffer, Stream
 from gompute_core.errors import (
     AllocFailed,
     CopyFailed,
@@ -27,6 +27,7 @@ from gompute_core.errors import (
     LaunchFailed,
     ModuleLoadFailed,
     SyncFailed,
+    Unsupported,
     set_last_driver_error,
 )
 from gompute_core.ir.kernel import KernelIR
@@ -209,6 +210,35 @@ class OpenCLLauncher:
         stream.track(event)
 
 
+class OpenCLRawLauncher:
+    """``launcher(grid, block, shared_bytes, stream)`` of a raw kernel: each argument set
+    from its bytes in the packed buffer (a pointer resolved to its ``cl_mem``), then an
+    NDRange of ``grid * block`` work-items in work-groups of ``block``."""
+
+    def __init__(self, device: OpenCLDevice, kernel: cl.Kernel, args: RawArgBuffer) -> None:
+        self.device, self.kernel, self.args = device, kernel, args
+        self.slots = [(s.kind == "pointer", s.offset, s.size) for s in args.layout.slots]
+
+    def __call__(self, grid: tuple[int, int, int], block: tuple[int, int, int],
+                 shared_bytes: int, stream: OpenCLStream) -> None:
+        if shared_bytes:
+            raise Unsupported("opencl: raw kernels take no dynamic shared memory here "
+                              "(declare it with g.builtins.shared_array)")
+        raw = self.args.data
+        for i, (pointer, at, size) in enumerate(self.slots):
+            if pointer:
+                self.kernel.set_arg(i, self.device.resolve(struct.unpack_from("<Q", raw, at)[0]))
+            else:
+                self.kernel.set_arg(i, np.frombuffer(bytes(raw[at:at + size]), np.uint8))
+        size = tuple(g * b for g, b in zip(grid, block, strict=True))
+        try:
+            event = cl.enqueue_nd_range_kernel(stream.queue, self.kernel, size, block)
+        except cl.Error as exc:
+            raise LaunchFailed(f"opencl: launch of {self.kernel.function_name} with grid "
+                               f"{grid}, block {block}: {driver_error(exc)}") from exc
+        stream.track(event)
+
+
 class OpenCLDevice(Device):
     """One OpenCL device with its context, default queue and program cache."""
 
@@ -218,6 +248,12 @@ class OpenCLDevice(Device):
     def __init__(self, ordinal: int, cl_device: cl.Device, arch: str) -> None:
         self.ordinal, self.cl_device, self.arch = ordinal, cl_device, arch
         self.name = cl_device.name
+        self.max_block_dims = tuple(cl_device.max_work_item_sizes[:3])  # type: ignore[assignment]
+        self.max_block_threads = cl_device.max_work_group_size
+        self.max_shared_bytes = cl_device.local_mem_size
+        if "cl_khr_int64_base_atomics" in cl_device.extensions.split():
+            # f64 atomics are compare-and-swap loops on the 64-bit pattern
+            self.capabilities = type(self).capabilities | {"f64_atomics"}
         self.cl_context = cl.Context([cl_device])
         self._streams: weakref.WeakSet[OpenCLStream] = weakref.WeakSet()
         self._stream = self.create_stream()
@@ -269,6 +305,14 @@ class OpenCLDevice(Device):
 
     # ---- programs ----------------------------------------------------------------------
     def _load(self, artifact: Artifact, kernel: KernelIR, args: ArgBuffer) -> OpenCLLauncher:
+        return OpenCLLauncher(self, self.cl_kernel(artifact), kernel, args)
+
+    def _load_raw(self, artifact: Artifact, kernel: KernelIR,
+                  args: RawArgBuffer) -> OpenCLRawLauncher:
+        return OpenCLRawLauncher(self, self.cl_kernel(artifact), args)
+
+    def cl_kernel(self, artifact: Artifact) -> cl.Kernel:
+        """A new ``cl.Kernel`` of the artifact's entry (its program built once per image)."""
         if artifact.format != "opencl-binary":
             raise ModuleLoadFailed(f"opencl: cannot load a {artifact.format!r} artifact")
         if artifact.target != self.arch:
@@ -284,7 +328,7 @@ class OpenCLDevice(Device):
                     raise ModuleLoadFailed(f"opencl: loading {artifact.entry!r}: "
                                            f"{driver_error(exc)}") from exc
                 self._programs[artifact.image] = program
-        return OpenCLLauncher(self, cl.Kernel(program, artifact.entry), kernel, args)
+        return cl.Kernel(program, artifact.entry)
 
     def max_grid_blocks(self, block_size: int) -> int:
         """A few blocks per compute unit: the entries loop grid-stride."""

@@ -27,7 +27,7 @@ if TYPE_CHECKING:  # annotations only: discovery must stay light (no NumPy)
     from gompute_core.ir.kernel import KernelIR
 
 NAME = "opencl"
-KINDS = ("map", "map_to", "zip", "map_indexed", "reduce", "gather", "scatter")
+KINDS = ("map", "map_to", "zip", "map_indexed", "reduce", "gather", "scatter", "raw")
 """Every kind, named explicitly (a kind the core adds later is not claimed)."""
 
 _lock = threading.Lock()

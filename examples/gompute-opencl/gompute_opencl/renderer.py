@@ -9,6 +9,15 @@ as raw 16-bit storage converted by integer arithmetic (:data:`HALF`), so
 every OpenCL 1.2 device runs f16 kernels (no ``cl_khr_fp16`` needed). ``FP_CONTRACT`` is
 off: OpenCL compilers fuse ``a * b + c`` by default, the kernel language rounds
 each operation.
+
+Raw kernels: geometry from the work-item functions (``get_local_id(d)``,
+``get_group_id(d)``...; ``global_id`` is computed from them, so a global
+offset never shifts it), ``__local`` shared arrays at kernel scope, a barrier
+fencing local and global memory, a declared block as
+``reqd_work_group_size``, and atomics: OpenCL 1.1's 32-bit ``atomic_*`` on
+``int``/``uint`` (and ``atomic_xchg`` on ``float``), 64-bit ``atom_*`` of
+``cl_khr_int64_base_atomics`` (enabled by pragma when used), everything else
+through ``atomic_cmpxchg``/``atom_cmpxchg`` loops on the bit pattern.
 """
 
 from __future__ import annotations
@@ -89,6 +98,20 @@ OPENCL_RESERVED = C_FAMILY_RESERVED | _VECTOR_NAMES | frozenset(
 """Identifiers an OpenCL C kernel may not redefine (keywords, types, built-ins)."""
 
 
+_OPS32 = {"add": "atomic_add", "sub": "atomic_sub", "min": "atomic_min", "max": "atomic_max",
+          "exch": "atomic_xchg"}
+_OPS64 = {"add": "atom_add", "sub": "atom_sub", "exch": "atom_xchg"}
+OPENCL_ATOMICS: dict[tuple[str, str], str] = {
+    **{(op, t): f"{fn}({{p}}, {{v}})" for op, fn in _OPS32.items() for t in ("i32", "u32")},
+    ("exch", "f32"): "atomic_xchg({p}, {v})",
+    **{(op, t): f"{fn}({{p}}, {{v}})" for op, fn in _OPS64.items() for t in ("i64", "u64")},
+    **{("cas", t): "atomic_cmpxchg({p}, {c}, {v})" for t in ("i32", "u32")},
+    **{("cas", t): "atom_cmpxchg({p}, {c}, {v})" for t in ("i64", "u64")},
+}
+"""Native atomics: 32-bit from OpenCL 1.1, 64-bit from ``cl_khr_int64_base_atomics`` (64-bit
+min/max, of the extended extension, go through compare-and-swap: only the base is needed)."""
+
+
 class OpenCLRenderer(CRenderer):
     """KernelIR to OpenCL C 1.2 (with ``cl_khr_fp64`` where the kernel uses f64)."""
 
@@ -118,3 +141,17 @@ class OpenCLRenderer(CRenderer):
         16: "uint4", 8: "uint2", 4: "uint", 2: "ushort", 1: "uchar"}
     float_from_bits: ClassVar[dict[str, str]] = {"f32": "as_float", "f64": "as_double"}
     math_f32: ClassVar[dict[str, str]] = dict(CRenderer.math_f64)
+    geometry: ClassVar[dict[str, str]] = {
+        "local_id": "get_local_id({d})", "block_id": "get_group_id({d})",
+        "block_dim": "get_local_size({d})", "grid_dim": "get_num_groups({d})",
+    }
+    block_barrier: ClassVar[str] = "barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE)"
+    raw_launch_bounds: ClassVar[str] = "__attribute__((reqd_work_group_size({x}, {y}, {z}))) "
+    shared_pointer_space: ClassVar[str] = "__local "
+    atomics: ClassVar[dict[tuple[str, str], str]] = OPENCL_ATOMICS
+    atomic_cas: ClassVar[dict[int, str]] = {32: "atomic_cmpxchg({p}, {c}, {v})",
+                                            64: "atom_cmpxchg({p}, {c}, {v})"}
+    atomic_float_bits: ClassVar[dict[str, tuple[str, str]]] = {
+        "f32": ("as_uint({})", "as_float({})"), "f64": ("as_ulong({})", "as_double({})")}
+    int64_atomics_prelude: ClassVar[str] = \
+        "#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable\n"

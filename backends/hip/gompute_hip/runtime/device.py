@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from gompute_core.backend import ArgBuffer, Artifact, Availability, Device, DeviceInfo
+from gompute_core.backend.args import RawArgBuffer
 from gompute_core.backend.pinning import HostPinning
 from gompute_core.errors import (
     InitFailed,
@@ -29,7 +30,7 @@ from .. import libs
 from ..codeobject import read_code_object
 from .errors import SUCCESS, check, code_of, raise_for
 from .memory import HipBuffer, pinned_empty
-from .program import MAX_THREADS_PER_LAUNCH, HipLauncher, HipModule
+from .program import MAX_THREADS_PER_LAUNCH, HipLauncher, HipModule, HipRawLauncher
 from .streams import HipEvent, HipStream
 
 _current = threading.local()
@@ -107,9 +108,11 @@ class HipDevice(Device):
         self.memory_bytes = info.memory_bytes
         self.max_argument_bytes = 4096  # HIP's documented kernel-argument limit
         self.make_current()
-        attr = self.hip.hipDeviceAttribute_t.hipDeviceAttributeMultiprocessorCount
-        self.multiprocessors = int(check(self.hip.hipDeviceGetAttribute(attr, ordinal),
-                                         "hipDeviceGetAttribute", InitFailed))
+        self.multiprocessors = self.attribute("MultiprocessorCount")
+        self.max_block_dims = (self.attribute("MaxBlockDimX"), self.attribute("MaxBlockDimY"),
+                               self.attribute("MaxBlockDimZ"))
+        self.max_block_threads = self.attribute("MaxThreadsPerBlock")
+        self.max_shared_bytes = self.attribute("MaxSharedMemoryPerBlock")
         self.runtime_version = _version_text(int(check(self.hip.hipRuntimeGetVersion(),
                                                        "hipRuntimeGetVersion", InitFailed)))
         self._modules: dict[str, HipModule] = {}
@@ -119,6 +122,12 @@ class HipDevice(Device):
 
     def __repr__(self) -> str:
         return f"<HipDevice {self.ordinal} {self.name} ({self.arch})>"
+
+    def attribute(self, name: str) -> int:
+        """``hipDeviceGetAttribute`` of ``hipDeviceAttribute<name>`` on this device."""
+        attr = getattr(self.hip.hipDeviceAttribute_t, f"hipDeviceAttribute{name}")
+        return int(check(self.hip.hipDeviceGetAttribute(attr, self.ordinal),
+                         f"hipDeviceGetAttribute({name})", InitFailed))
 
     def make_current(self) -> None:
         """Make this device current on the calling thread (``hipSetDevice`` once per thread)."""
@@ -135,6 +144,12 @@ class HipDevice(Device):
         module = self.load_module(artifact.image)
         return HipLauncher(self, module.function(artifact.entry), artifact.entry,
                            kernel.block_size, args)
+
+    def _load_raw(self, artifact: Artifact, kernel: KernelIR,
+                  args: RawArgBuffer) -> HipRawLauncher:
+        """Load a raw kernel's artifact (module cache) and return its launcher."""
+        module = self.load_module(artifact.image)
+        return HipRawLauncher(self, module.function(artifact.entry), artifact.entry, args)
 
     def max_grid_blocks(self, block_size: int) -> int:
         """32 blocks per compute unit (the entries loop grid-stride), and under HIP's limit
@@ -159,9 +174,7 @@ class HipDevice(Device):
 
     def fp64_ratio(self) -> float:
         """FP64 throughput as a fraction of FP32 (1/2 on MI200-class parts, less on RDNA)."""
-        attr = self.hip.hipDeviceAttribute_t.hipDeviceAttributeSingleToDoublePrecisionPerfRatio
-        ratio = int(check(self.hip.hipDeviceGetAttribute(attr, self.ordinal),
-                          "hipDeviceGetAttribute", InitFailed))
+        ratio = self.attribute("SingleToDoublePrecisionPerfRatio")
         return 1.0 / ratio if ratio else 0.0
 
     # ---- streams and events ---------------------------------------------------------

@@ -48,12 +48,13 @@ class HipModule:
         return f
 
 
-class HipLauncher:
-    """One entry point; ``launcher(grid, stream)`` launches it with the packed arguments."""
+class HipFunction:
+    """One entry point with the ``extra`` array over its argument buffer (built once);
+    :meth:`launch` is the one ``hipModuleLaunchKernel`` call of the spec launcher
+    (:class:`HipLauncher`) and the raw-kernel launcher (:class:`HipRawLauncher`)."""
 
-    def __init__(self, device: HipDevice, function: Any, name: str, block: int,
-                 args: ArgBuffer) -> None:
-        self.device, self.function, self.name, self.block = device, function, name, block
+    def __init__(self, device: HipDevice, function: Any, name: str, args: ArgBuffer) -> None:
+        self.device, self.function, self.name = device, function, name
         hip = device.hip
         self._size = ctypes.c_size_t(args.size)
         self._extra = (ctypes.c_void_p * 5)(
@@ -62,8 +63,34 @@ class HipLauncher:
             int(hip.HIP_LAUNCH_PARAM_END))
         self._extra_addr = ctypes.addressof(self._extra)
 
-    def __call__(self, grid: int, stream: HipStream) -> None:
+    def launch(self, gx: int, gy: int, gz: int, bx: int, by: int, bz: int, shared_bytes: int,
+               stream: HipStream) -> None:
+        """Launch with this geometry on ``stream`` (``LaunchFailed`` with the hipError)."""
         self.device.make_current()
-        check(self.device.hip.hipModuleLaunchKernel(self.function, grid, 1, 1, self.block, 1, 1,
-                                                    0, stream.handle, None, self._extra_addr),
+        check(self.device.hip.hipModuleLaunchKernel(self.function, gx, gy, gz, bx, by, bz,
+                                                    shared_bytes, stream.handle, None,
+                                                    self._extra_addr),
               f"hipModuleLaunchKernel({self.name})", LaunchFailed)
+
+
+class HipLauncher(HipFunction):
+    """A spec kernel's entry; ``launcher(grid, stream)`` launches ``grid`` blocks of the
+    kernel's block size with the packed arguments."""
+
+    def __init__(self, device: HipDevice, function: Any, name: str, block: int,
+                 args: ArgBuffer) -> None:
+        super().__init__(device, function, name, args)
+        self.block = block
+
+    def __call__(self, grid: int, stream: HipStream) -> None:
+        self.launch(grid, 1, 1, self.block, 1, 1, 0, stream)
+
+
+class HipRawLauncher(HipFunction):
+    """A raw kernel's entry; ``launcher(grid, block, shared_bytes, stream)`` launches it
+    with the geometry the core checked and the packed arguments."""
+
+    def __call__(self, grid: tuple[int, int, int], block: tuple[int, int, int],
+                 shared_bytes: int, stream: HipStream) -> None:
+        self.launch(grid[0], grid[1], grid[2], block[0], block[1], block[2], shared_bytes,
+                    stream)
