@@ -162,3 +162,34 @@ def test_the_buffer_size_is_the_arguments_exact_extent() -> None:
     assert layout.size % 4, "the case needs params whose struct ends off a 4-byte boundary"
     prog.launch(Buf(dev, 64, 0x4000), 64, entry("map_i8").params(a=np.int8(3), b=np.int8(-2)))
     assert len(hip.launches[-1]["kernargs"]) == layout.size
+
+
+def test_raw_launcher_passes_the_geometry_shared_bytes_and_packed_arguments() -> None:
+    """A raw kernel's launcher hands HIP the grid, the block and the dynamic shared bytes
+    as given, and the C-ABI bytes of its arguments (scalars at their own size and
+    alignment, the params record by value)."""
+    from gompute_core.abi import struct_type_of
+    from gompute_core.backend import RawArgBuffer, raw_arg_layout
+    from gompute_core.ir.nodes import PointerType, StructType
+
+    @g.params
+    class RawLaunchParams:
+        a: g.f32
+        flag: bool
+
+    sig = (("x", PointerType(g.f32)), ("n", g.i32), ("h", g.f16),
+           ("p", struct_type_of(RawLaunchParams)))
+    assert isinstance(sig[3][1], StructType)
+    hip = RecordingHip()
+    device = RecordingDevice(hip)
+    args = RawArgBuffer(raw_arg_layout(sig))
+    artifact = Artifact("hip", b"", "hsaco", "raw_rec", "gfx90a", "")
+    launcher = device._load_raw(artifact, None, args)  # type: ignore[arg-type]
+    args.pack(0x7000_0000_0100, -5, 1.5)
+    args.set_params(pack(RawLaunchParams(a=np.float32(2), flag=True)))
+    launcher((3, 2, 1), (16, 8, 2), 512, device.stream)
+    (launch,) = hip.launches
+    assert launch["f"] == "fn:raw_rec"
+    assert (launch["grid"], launch["block"], launch["shared"]) == ((3, 2, 1), (16, 8, 2), 512)
+    want = struct.pack("<QiexxfB", 0x7000_0000_0100, -5, 1.5, 2.0, 1)
+    assert launch["kernargs"] == want + b"\0" * (args.size - len(want))
