@@ -97,5 +97,13 @@ class CudaRawLauncher(CudaFunction):
 
     def __call__(self, grid: tuple[int, int, int], block: tuple[int, int, int],
                  shared_bytes: int, stream: CudaStream) -> None:
-        self.launch(grid[0], grid[1], grid[2], block[0], block[1], block[2], shared_bytes,
-                    stream)
+        # the common case inline (main thread, our context current, success): raw launch
+        # overhead is measured against pycuda's prepared_async_call
+        if _get_ident() == self._main and MAIN.device is self.device:
+            gx, gy, gz = grid
+            bx, by, bz = block
+            if not self._cu_launch(self._cfn, gx, gy, gz, bx, by, bz, shared_bytes,
+                                   stream.cptr, None, self._extra_ptr):
+                return
+        # anything else (another thread or context, a failure: nothing ran) through launch
+        self.launch(*grid, *block, shared_bytes, stream)
