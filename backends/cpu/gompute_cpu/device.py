@@ -14,12 +14,12 @@ from typing import Any
 import numpy as np
 
 from gompute_core.backend import Artifact, Buffer, Device, ImmediateStream, Stream
-from gompute_core.backend.args import ArgBuffer
+from gompute_core.backend.args import ArgBuffer, RawArgBuffer
 from gompute_core.errors import ModuleLoadFailed
 from gompute_core.ir.kernel import KernelIR
 
 from .params import HostParams
-from .program import CpuEntry
+from .program import CpuEntry, RawEntry
 
 
 class CpuBuffer(Buffer):
@@ -84,6 +84,16 @@ class CpuDevice(Device):
             raise ModuleLoadFailed(f"the CPU backend loads 'python' artifacts, not "
                                    f"{artifact.format!r}")
         return CpuEntry(kernel, load_module(artifact.image.decode()), args)
+
+    def _load_raw(self, artifact: Artifact, kernel: KernelIR,
+                  args: RawArgBuffer) -> Callable[[tuple[int, int, int], tuple[int, int, int],
+                                                    int, Stream], None]:
+        from .compiler import load_module
+
+        if artifact.format != "python":
+            raise ModuleLoadFailed(f"the CPU backend loads 'python' artifacts, not "
+                                   f"{artifact.format!r}")
+        return RawEntry(kernel, load_module(artifact.image.decode()), args)
 
     def host_array(self, buf: CpuBuffer, dtype: np.dtype) -> np.ndarray:
         """``buf``'s memory as an array of ``dtype`` (what the compiled loops take)."""
