@@ -43,8 +43,8 @@ class ModuleLoadFailed(GomputeError):
     """A compiled image could not be loaded (wrong arch, corrupt, ...)."""
 
 
-class KernelNotFound(GomputeError):
-    """The entry point or named kernel does not exist."""
+class KernelNotFound(GomputeError, LookupError):
+    """The entry point or named kernel does not exist (also a ``LookupError``)."""
 
 
 class LaunchFailed(GomputeError):

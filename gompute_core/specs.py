@@ -337,8 +337,9 @@ def _register(spec: Any) -> Any:
         old = _registry.get(spec.name)
         if old is not None and old.defined_at != spec.defined_at:
             what = "raw kernel" if spec.kind == "raw" else "spec"
+            other = "raw kernel" if old.kind == "raw" else old.kind
             raise InvalidArgument(f"{what} name {spec.name!r} (defined at {spec.defined_at}) "
-                                  f"is already used by a {old.kind} defined at "
+                                  f"is already used by a {other} defined at "
                                   f"{old.defined_at}; names are unique in the process")
         _registry[spec.name] = spec
     return spec

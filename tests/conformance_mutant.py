@@ -165,18 +165,19 @@ class AsyncStream(Stream):
 class AsyncEvent:
     """A marker job: set when the stream reaches it, with its time."""
 
-    def __init__(self) -> None:
+    def __init__(self, device: AsyncDevice) -> None:
+        self.device = device
         self.done = threading.Event()
         self.at = 0.0
 
-    def record(self, stream: AsyncStream) -> None:
-        """Mark the current end of ``stream``."""
+    def record(self, stream: AsyncStream | None = None) -> None:
+        """Mark the current end of ``stream`` (default: the device's)."""
         self.done.clear()
 
         def reached() -> None:
             self.at = time.perf_counter()
             self.done.set()
-        stream.submit(reached)
+        (stream if stream is not None else self.device.stream).submit(reached)
 
     def synchronize(self) -> None:
         """Wait for the marker."""
@@ -284,7 +285,7 @@ class AsyncDevice(PackedPyDevice):
         return s
 
     def create_event(self, timing: bool = True) -> AsyncEvent:
-        return AsyncEvent()
+        return AsyncEvent(self)
 
 
 _ASYNC = PyBackend("asyncmutant", priority=1, host_memory=False)

@@ -25,17 +25,17 @@ def _certify(*args: str) -> subprocess.CompletedProcess[str]:
 
 def test_certify_cpu_slice(tmp_path: Path) -> None:
     """A passing slice: identity lines, tier rows, the fewer-capabilities verdict (the CPU
-    declares no f16 and no events), exit 0, and a JUnit report."""
+    declares no f16 and no graphs), exit 0, and a JUnit report."""
     xml = tmp_path / "cpu.xml"
     done = _certify("cpu", "--junit-xml", str(xml), "--", "-k",
-                    "test_devices or test_streams or map_f16")
+                    "test_devices or test_streams or test_runtime or map_f16")
     out = done.stdout
     assert done.returncode == 0, out + done.stderr
     for line in ("backend:      cpu", "distribution: entry point cpu", "compiler:     numba",
                  "device 0:"):
         assert line in out
-    assert "devices" in out and "streams" in out
-    assert "CERTIFIED FOR FEWER CAPABILITIES: without types f16; capabilities events" in out
+    assert "devices" in out and "streams" in out and "runtime" in out
+    assert "CERTIFIED FOR FEWER CAPABILITIES: without types f16; capabilities graphs" in out
     suites = ET.parse(xml).getroot()
     assert int(suites.find("testsuite").get("tests")) >= 3  # type: ignore[union-attr]
 

@@ -8,12 +8,13 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 from gompute_cpu import plugin
-from gompute_cpu.device import CpuBuffer
+from gompute_cpu.device import CpuBuffer, CpuDevice
 
 import gompute_core as g
 from gompute_core.errors import InvalidArgument, NoDevice
@@ -129,6 +130,35 @@ def test_free_is_idempotent_and_use_after_free_is_an_error() -> None:
     buf.free()
     with pytest.raises(InvalidArgument, match="after free"):
         buf.upload(np.zeros(2, np.int32))
+
+
+def test_immediate_events_time_by_the_host_clock() -> None:
+    """CPU events: ``elapsed_us`` is the host time between the two records; an unrecorded
+    or untimed event, or another device's stream, is refused by name."""
+    from gompute_core.backend import ImmediateEvent, ImmediateStream
+    from gompute_core.errors import EventFailed
+
+    dev = device()
+    start, end = dev.create_event(), dev.create_event()
+    assert isinstance(start, ImmediateEvent) and start.query()
+    start.record()
+    with pytest.raises(EventFailed, match="this event was never recorded"):
+        end.elapsed_us(start)
+    with pytest.raises(EventFailed, match="start was never recorded"):
+        start.elapsed_us(end)
+    before = time.perf_counter()
+    time.sleep(0.02)
+    end.record(dev.create_stream())
+    wall_us = (time.perf_counter() - before) * 1e6
+    assert 20_000 <= end.elapsed_us(start) <= wall_us + 1e6
+    untimed = dev.create_event(timing=False)
+    untimed.record()
+    with pytest.raises(EventFailed, match="timing=False"):
+        untimed.elapsed_us(start)
+    with pytest.raises(InvalidArgument, match="does not belong"):
+        end.record(ImmediateStream(CpuDevice("other", "other")))
+    with pytest.raises(InvalidArgument, match="start"):
+        end.elapsed_us(object())  # type: ignore[arg-type]
 
 
 def test_device_is_ordinal_zero_only() -> None:

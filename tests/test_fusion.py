@@ -127,3 +127,52 @@ def test_fused_rejects_stage_of_other_type_and_non_callable_eval():
         g.Unary(g.f32, None, 5)
     with pytest.raises(InvalidArgument, match="scalar type"):
         g.Fused(float, None, [ScaleOp])
+
+
+PIPELINE = g.Fused(g.f32, SCALE, [ScaleOp, square, HalfOp])
+
+
+def test_eval_called_in_kernel_code_is_one_function_of_inlined_stages():
+    """``Pipeline.eval(x, p)`` inside a kernel function (the fusion example users copy
+    first) lowers to the same chain of stage calls as passing ``Pipeline.eval`` itself."""
+
+    def scale_square(x, p):
+        return PIPELINE.eval(x, p)
+
+    called = lower(scale_square, [f32, SCALE], f32, "k")
+    direct = lower(PIPELINE.eval, [f32, SCALE], f32, "k")
+    assert len(called) == len(direct) == 4  # three stages and the kernel function
+    for a, b in zip(called[:-1], direct[:-1], strict=True):  # the same stages (names aside)
+        assert (a.args, a.ret, a.locals, a.body) == (b.args, b.ret, b.locals, b.body)
+    (ret,) = called[-1].body
+    depth, e = 0, ret.value
+    while isinstance(e, CallFunction):
+        depth, e = depth + 1, e.args[0]
+    assert depth == 3 and e == Var("x", f32)
+
+
+def test_eval_in_kernel_code_runs_like_the_oracle():
+    """The issue's example on the CPU backend, against the Python pipeline on NumPy scalars;
+    a Unary's eval too."""
+
+    @g.params
+    class Params:
+        scale: g.f32
+
+    pipeline = g.Fused(g.f32, Params, [ScaleOp, square])
+
+    def scale_square(x, p):
+        return pipeline.eval(x, p)
+
+    def squared(x, p):
+        return square.eval(x, p) + 1
+
+    p = Params(scale=np.float32(1.25))
+    x = np.linspace(-4, 4, 1001, dtype=np.float32)
+    for fn, oracle in ((scale_square, pipeline.eval),
+                       (squared, lambda v, q: np.float32(square.eval(v, q) + 1))):
+        spec = g.map(f"fused_eval_{fn.__name__}", g.f32, Params, fn)
+        with g.Kernel(spec, "cpu") as k:
+            got = k.run(x.copy(), p)
+        want = np.array([oracle(v, p) for v in x], dtype=np.float32)
+        np.testing.assert_array_equal(got, want)

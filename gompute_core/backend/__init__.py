@@ -52,14 +52,23 @@ if TYPE_CHECKING:  # at run time the SDK's classes load on first use (a plugin's
     )
     from .buffer import Buffer
     from .compiler import Built, Compiler, compile_kernel
-    from .device import CAPABILITIES, Device, ImmediateStream, Launcher, RawLauncher, Stream
+    from .device import (
+        CAPABILITIES,
+        Device,
+        ImmediateEvent,
+        ImmediateStream,
+        Launcher,
+        RawLauncher,
+        Stream,
+    )
 
 _LAZY = {
     "ArgBuffer": "args", "ArgLayout": "args", "Slot": "args", "arg_layout": "args",
     "has_params": "args", "RawArgBuffer": "args", "raw_arg_layout": "args",
     "RawLauncher": "device", "Buffer": "buffer", "Built": "compiler", "Compiler": "compiler",
     "compile_kernel": "compiler", "CAPABILITIES": "device", "Device": "device",
-    "ImmediateStream": "device", "Launcher": "device", "Stream": "device",
+    "ImmediateEvent": "device", "ImmediateStream": "device", "Launcher": "device",
+    "Stream": "device",
 }
 
 
@@ -75,6 +84,7 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "CAPABILITIES", "PLUGIN_API_VERSION", "ArgBuffer", "ArgLayout", "Artifact", "Availability",
     "BackendInfo", "Buffer", "Built", "CompileRequest", "Compiler", "Device", "DeviceInfo",
-    "ImmediateStream", "Launcher", "Slot", "Stream", "arg_layout", "compile_kernel",
-    "has_params", "hookimpl", "RawArgBuffer", "RawLauncher", "raw_arg_layout",
+    "ImmediateEvent", "ImmediateStream", "Launcher", "Slot", "Stream", "arg_layout",
+    "compile_kernel", "has_params", "hookimpl", "RawArgBuffer", "RawLauncher",
+    "raw_arg_layout",
 ]

@@ -164,7 +164,7 @@ class Buffer(Exports, ABC):
                                   f"{type(other).__name__}")
         other._live(f"{what} (source)")
         self._live(f"{what} (destination)")
-        n = other.nbytes if nbytes is None else nbytes
+        n = other.nbytes if nbytes is None else byte_count(nbytes, what, "nbytes")
         device_span(0, n, other.nbytes, f"{what} (source)")
         device_span(0, n, self.nbytes, f"{what} (destination)")
         return n

@@ -37,13 +37,14 @@ implicitly).
 from __future__ import annotations
 
 import math
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from ..errors import AllocFailed, InvalidArgument, ModuleLoadFailed, Unsupported
+from ..errors import AllocFailed, EventFailed, InvalidArgument, ModuleLoadFailed, Unsupported
 from ..ir.kernel import KernelIR
 from ..plugins.records import Artifact
 from .args import ArgBuffer, RawArgBuffer, arg_layout
@@ -79,6 +80,17 @@ class Stream:
         """True when all work on this stream has finished."""
         return True
 
+    def begin_capture(self, mode: str = "thread_local") -> None:
+        """Start recording this stream's work into a graph (capability ``"graphs"``;
+        ``Unsupported`` naming it on a device that does not declare it)."""
+        raise Unsupported(f"backend {self.device.backend!r} does not provide graphs "
+                          "(capability 'graphs'): streams cannot be captured")
+
+    def end_capture(self) -> Any:
+        """Stop recording and return the captured graph (capability ``"graphs"``)."""
+        raise Unsupported(f"backend {self.device.backend!r} does not provide graphs "
+                          "(capability 'graphs'): streams cannot be captured")
+
 
 class ImmediateStream(Stream):
     """The stream of a device whose every operation is done when its call returns."""
@@ -91,6 +103,52 @@ class ImmediateStream(Stream):
 
     def __repr__(self) -> str:
         return f"<ImmediateStream of {self.device.backend}:{self.device.ordinal}>"
+
+
+class ImmediateEvent:
+    """An event of a device whose every operation is done when its call returns.
+
+    ``record`` reads the host's monotonic clock: all work enqueued before it
+    has already finished, so the reading is when the stream reached the
+    event, and ``elapsed_us`` is the difference of two readings (host time,
+    including the Python overhead of the calls in between). ``synchronize``
+    waits for nothing and ``query`` is always True.
+    """
+
+    def __init__(self, device: Device, timing: bool = True) -> None:
+        self.device = device
+        self.timing = timing
+        self._ns: int | None = None
+
+    def record(self, stream: Stream | None = None) -> None:
+        """Mark the current end of ``stream`` (default: the device's)."""
+        s = self.device.stream if stream is None else stream
+        if getattr(s, "device", None) is not self.device:
+            raise InvalidArgument(f"record: stream {s!r} does not belong to this event's "
+                                  f"device ({self.device!r})")
+        self._ns = time.perf_counter_ns()
+
+    def synchronize(self) -> None:
+        """Nothing to wait for: the work before the event already completed."""
+
+    def query(self) -> bool:
+        """True: the work before the event already completed."""
+        return True
+
+    def elapsed_us(self, start: ImmediateEvent) -> float:
+        """Microseconds of host time from ``start``'s record to this event's."""
+        if not isinstance(start, ImmediateEvent) or start.device is not self.device:
+            raise InvalidArgument(f"elapsed_us: start must be an event of {self.device!r}, "
+                                  f"got {start!r}")
+        if not (self.timing and start.timing):
+            raise EventFailed("elapsed_us: an event created with timing=False has no time")
+        if self._ns is None or start._ns is None:
+            which = "this event" if self._ns is None else "start"
+            raise EventFailed(f"elapsed_us: {which} was never recorded")
+        return (self._ns - start._ns) / 1000.0
+
+    def __repr__(self) -> str:
+        return f"<ImmediateEvent of {self.device.backend}:{self.device.ordinal}>"
 
 
 class Device(ABC):

@@ -74,6 +74,10 @@ class RawKernelDef:
     defined_at: str
     defined_in: str
     kind: str = RAW
+    source: str | None = None
+    """C text of a kernel from ``g.RawKernel.from_source`` (``fn`` is then None)."""
+    source_backends: tuple[str, ...] = ()
+    """The backends that C text is written for."""
     _ir: list[KernelIR] = field(default_factory=list, init=False, repr=False)
 
     def lower(self) -> KernelIR:
@@ -82,7 +86,8 @@ class RawKernelDef:
         if not self._ir:
             from ..frontend import lower_raw
 
-            functions = lower_raw(self.fn, [t for _, t in self.signature], self.name)
+            functions = () if self.source is not None else \
+                lower_raw(self.fn, [t for _, t in self.signature], self.name)
             params = None if self.params_class is None else \
                 next(t for _, t in self.signature if isinstance(t, StructType))
             self._ir.append(KernelIR(name=self.name, kind=RAW, block_size=_threads(self.block),
@@ -109,26 +114,66 @@ def _describe(t: IRType) -> str:
     return describe_type(t)
 
 
-def _param_type(fn: Callable[..., Any], name: str, annotation: Any) -> IRType:
-    where = f"raw kernel {fn.__name__!r} parameter {name!r}"
+def _param_type(fn: Callable[..., Any], name: str, annotation: Any
+                ) -> tuple[IRType, type | None]:
     if annotation is inspect.Parameter.empty:
-        raise InvalidArgument(f"{where} has no annotation: declare g.GlobalPtr[T], a scalar "
-                              "type (g.f32, g.u64, ...) or a @g.params class")
+        raise InvalidArgument(f"raw kernel {fn.__name__!r} parameter {name!r} has no "
+                              "annotation: declare g.GlobalPtr[T], a scalar type (g.f32, "
+                              "g.u64, ...) or a @g.params class")
+    return _typed(f"raw kernel {fn.__name__!r}", name, annotation)
+
+
+def _typed(owner: str, name: str, annotation: Any) -> tuple[IRType, type | None]:
+    """The IR type of a declared parameter type, and its params class if it is one."""
     if isinstance(annotation, PointerType):
-        return annotation
+        return annotation, None
     scalar = as_scalar_type(annotation)
     if scalar is not None:
-        return scalar
+        return scalar, None
     if isinstance(annotation, type):
         from ..abi import struct_type_of
 
         try:
-            return struct_type_of(annotation)
+            return struct_type_of(annotation), annotation
         except AbiError as exc:
-            raise InvalidArgument(f"{where}: {annotation.__qualname__} is not a @g.params "
-                                  f"class ({exc})") from None
-    raise InvalidArgument(f"{where}: annotation {annotation!r} is not g.GlobalPtr[T], a scalar "
-                          "type or a @g.params class")
+            raise InvalidArgument(f"{owner} parameter {name!r}: {annotation.__qualname__} is "
+                                  f"not a @g.params class ({exc})") from None
+    raise InvalidArgument(f"{owner} parameter {name!r}: {annotation!r} is not g.GlobalPtr[T], "
+                          "a scalar type or a @g.params class")
+
+
+def define_source(name: str, source: str, backend: Any, signature: Any,
+                  block: Any) -> RawKernelDef:
+    """Check and register a raw kernel given as C text (``g.RawKernel.from_source``)."""
+    from ..specs import _caller, _check_name, _register
+
+    kname = _check_name("RawKernel.from_source", name)
+    if not isinstance(source, str) or not source.strip():
+        raise InvalidArgument(f"RawKernel.from_source({kname!r}): source must be C text")
+    backends = (backend,) if isinstance(backend, str) else tuple(backend)
+    if not backends or not all(isinstance(b, str) for b in backends):
+        raise InvalidArgument(f"RawKernel.from_source({kname!r}): backend must be a backend "
+                              f"name or a sequence of them, got {backend!r}")
+    if isinstance(signature, (str, bytes)) or not hasattr(signature, "__iter__"):
+        raise InvalidArgument(f"RawKernel.from_source({kname!r}): signature must list the "
+                              "parameter types in order")
+    owner = f"RawKernel.from_source({kname!r})"
+    out: list[tuple[str, IRType]] = []
+    params_class = None
+    for k, item in enumerate(signature):
+        pname, annotation = item if isinstance(item, tuple) and len(item) == 2 and \
+            isinstance(item[0], str) else (f"arg{k}", item)
+        t, cls = _typed(owner, pname, annotation)
+        if cls is not None:
+            if params_class is not None:
+                raise InvalidArgument(f"{owner}: at most one @g.params parameter")
+            params_class = cls
+        out.append((pname, t))
+    shape = None if block is None else block_shape(block, owner)
+    defined_at, defined_in = _caller()
+    return _register(RawKernelDef(kname, None, shape, tuple(out), params_class,  # type: ignore[arg-type]
+                                  (), defined_at, defined_in, source=source,
+                                  source_backends=backends))
 
 
 def signature_of(fn: Callable[..., Any]) -> tuple[tuple[tuple[str, IRType], ...], type | None]:
@@ -146,12 +191,12 @@ def signature_of(fn: Callable[..., Any]) -> tuple[tuple[tuple[str, IRType], ...]
                 p.default is not p.empty:
             raise InvalidArgument(f"raw kernel {fn.__name__!r}: parameter {p.name!r} must be a "
                                   "plain positional parameter without a default")
-        t = _param_type(fn, p.name, hints.get(p.name, p.empty))
-        if isinstance(t, StructType):
+        t, cls = _param_type(fn, p.name, hints.get(p.name, p.empty))
+        if cls is not None:
             if params_class is not None:
                 raise InvalidArgument(f"raw kernel {fn.__name__!r}: at most one @g.params "
                                       f"parameter (also {p.name!r})")
-            params_class = hints[p.name]
+            params_class = cls
         out.append((p.name, t))
     return tuple(out), params_class
 

@@ -1,8 +1,10 @@
 """``g.runtime``: the device layer under the map API (``Compute``, ``shutdown``).
 
 ``Compute`` wraps one backend's :class:`~gompute_core.backend.Device`
-for work the spec kinds do not express: raw allocations, loading modules,
-streams. Capabilities a backend's device lacks raise ``Unsupported``.
+for work the spec kinds do not express: raw allocations and their
+transfers, loading modules, pinned host arrays, streams, events and graph
+capture, the same calls on every backend (``docs/runtime.md``).
+Capabilities a backend's device lacks raise ``Unsupported`` naming them.
 """
 
 from __future__ import annotations
@@ -56,11 +58,64 @@ class Compute:
 
     def load_module(self, image: bytes) -> Any:
         """Load a compiled image (cached per device and image by the backend)."""
-        return self._device_method("load_module")(image)
+        load = self._device_method("load_module")
+        if not isinstance(image, (bytes, bytearray, memoryview)):
+            raise InvalidArgument(f"image: expected bytes, got {type(image).__name__}")
+        return load(bytes(image))
 
     def create_stream(self) -> Any:
-        """A new stream on this device."""
+        """A new stream on this device (capability ``"streams"``): ``synchronize``,
+        ``query``, ``wait_event``, and ``begin_capture``/``end_capture`` where the device
+        declares ``"graphs"``."""
         return self._device_method("create_stream")()
+
+    def create_event(self, timing: bool = True) -> Any:
+        """A new event (capability ``"events"``): ``record(stream=None)``,
+        ``synchronize``, ``query``, ``elapsed_us(start)`` (needs ``timing``)."""
+        if not isinstance(timing, bool):
+            raise InvalidArgument(f"timing: expected a bool, got {timing!r}")
+        return self._device_method("create_event")(timing)
+
+    def pinned(self, shape: Any, dtype: Any = "uint8") -> Any:
+        """An uninitialized, C-contiguous host array of ``shape`` (an int or a tuple of
+        them) and ``dtype`` for fast transfers: page-locked where the device declares
+        ``"pinned_memory"``, an ordinary NumPy array elsewhere."""
+        import numpy as np
+
+        dims = (shape,) if isinstance(shape, (int, np.integer)) else shape
+        if not isinstance(dims, tuple) or any(
+                isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 0
+                for d in dims):
+            raise InvalidArgument(f"shape: expected a non-negative int or a tuple of them, "
+                                  f"got {shape!r}")
+        try:
+            dt = np.dtype(dtype)
+        except TypeError as exc:
+            raise InvalidArgument(f"dtype: not a NumPy dtype: {dtype!r}") from exc
+        if dt.hasobject:
+            raise InvalidArgument(f"dtype: host memory for transfers cannot hold Python "
+                                  f"objects ({dt})")
+        return self.device.pinned(tuple(int(d) for d in dims), dt)
+
+    @property
+    def stream(self) -> Any:
+        """The device's default stream."""
+        return self.device.stream
+
+    @property
+    def capabilities(self) -> frozenset[str]:
+        """What the device declares (a subset of ``gompute_core.backend.CAPABILITIES``)."""
+        return frozenset(self.device.capabilities)
+
+    def has(self, capability: str) -> bool:
+        """True when the device declares ``capability`` (``InvalidArgument`` for a name
+        no device can declare)."""
+        from ..backend.device import CAPABILITIES  # not at import: the SDK imports us
+
+        if capability not in CAPABILITIES:
+            raise InvalidArgument(f"capability: one of {sorted(CAPABILITIES)}, got "
+                                  f"{capability!r}")
+        return self.device.has(capability)
 
     def synchronize(self) -> None:
         """Wait for all work on the device; device faults raise ``SyncFailed``."""

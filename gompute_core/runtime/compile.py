@@ -21,9 +21,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import BackendUnavailable, GomputeWarning, InvalidArgument
-from ..ir.kernel import KernelIR
+from ..ir.kernel import RAW, KernelIR
+from ..ir.nodes import IRType, PointerType, StructType
 from ..plugins import manager
 from ..plugins.records import Artifact, CompileRequest
+from ..types import as_scalar_type, short_name
 
 if TYPE_CHECKING:
     from ..specs import Spec
@@ -34,12 +36,13 @@ MANIFEST_VERSION = 1
 
 def compile(spec: Spec, backend: str, arch: str | None = None,
             options: Iterable[str] = ()) -> Artifact:
-    """Compile ``spec`` for ``backend`` and ``arch`` through the plugin (no device needed
-    when ``arch`` is given; ``None`` means the detected device's arch)."""
+    """Compile ``spec`` (or a raw kernel) for ``backend`` and ``arch`` through the plugin
+    (no device needed when ``arch`` is given; ``None`` means the detected device's arch)."""
+    from ..raw.kernel import RawKernelDef
     from ..specs import Spec
 
-    if not isinstance(spec, Spec):
-        raise InvalidArgument(f"g.compile: spec must be a Spec, got {spec!r}")
+    if not isinstance(spec, (Spec, RawKernelDef)):
+        raise InvalidArgument(f"g.compile: spec must be a Spec or a raw kernel, got {spec!r}")
     if isinstance(options, str):
         raise InvalidArgument("g.compile: options must be a sequence of strings, not a string")
     opts = tuple(options)
@@ -48,7 +51,8 @@ def compile(spec: Spec, backend: str, arch: str | None = None,
             raise InvalidArgument(f"g.compile: option {o!r} is not a string")
     if arch is None:
         arch = detected_arch(backend)
-    request = CompileRequest(backend=backend, kernel=spec.lower(), arch=arch, options=opts)
+    request = CompileRequest(backend=backend, kernel=spec.lower(), arch=arch, options=opts,
+                             source=getattr(spec, "source", None))
     return manager.compile_artifact(request)
 
 
@@ -84,6 +88,10 @@ def write_artifact(directory: str | os.PathLike[str], artifact: Artifact,
         "image_sha256": hashlib.sha256(artifact.image).hexdigest(),
         "extra": [list(pair) for pair in artifact.extra],
     }
+    if kir.kind == RAW:
+        manifest["raw"] = {"signature": [[n, _type_text(t)] for n, t in
+                                         _raw_signature(kir)],
+                           "block": None if kir.block is None else list(kir.block)}
     for filename, data in ((f"{stem}.bin", artifact.image),
                            (f"{stem}.src", artifact.source.encode()),
                            (f"{stem}.json", json.dumps(manifest, indent=2).encode())):
@@ -131,3 +139,75 @@ def find_prebuilt(kir: KernelIR, backend: str, arch: str,
         digest=manifest["digest"], kind=manifest.get("kind", ""),
         extra=tuple((str(k), str(v)) for k, v in manifest.get("extra", [])),
     )
+
+
+def _raw_signature(kir: KernelIR) -> tuple[tuple[str, IRType], ...]:
+    """A raw kernel's parameters: its registered definition's (from_source kernels have no
+    IR function), else the entry function's."""
+    from ..specs import registered_kernel
+
+    definition = registered_kernel(kir.name)
+    if definition is not None and getattr(definition, "signature", None) is not None:
+        return definition.signature  # type: ignore[no-any-return]
+    return kir.functions[-1].args
+
+
+def _type_text(t: IRType) -> str:
+    if isinstance(t, PointerType):
+        return f"ptr:{short_name(t.elem)}"
+    if isinstance(t, StructType):
+        return f"params:{t.name}"
+    return short_name(t)
+
+
+def _type_of_text(text: str, name: str) -> IRType:
+    from .. import types as gtypes
+
+    if text.startswith("params:"):
+        raise InvalidArgument(f"prebuilt raw kernel {name!r} takes a params record "
+                              f"({text[7:]}); import the module that defines it to load it")
+    elem = text.removeprefix("ptr:")
+    t = as_scalar_type(getattr(gtypes, elem, None))
+    if t is None:
+        raise InvalidArgument(f"prebuilt raw kernel {name!r}: unknown type {text!r} in its "
+                              "manifest")
+    return PointerType(t) if text.startswith("ptr:") else t
+
+
+def find_prebuilt_raw(name: str, backend: str, arch: str,
+                      artifact_dir: str | os.PathLike[str] | None = None
+                      ) -> tuple[Artifact, KernelIR, tuple[tuple[str, IRType], ...]] | None:
+    """A prebuilt raw kernel by name alone (no definition in this process, no compiler):
+    its artifact, a KernelIR naming its entry and block, and its signature from the
+    manifest; None when there is none. The image's checksum is verified."""
+    directory = artifact_dir if artifact_dir is not None else os.environ.get(ENV_ARTIFACT_DIR)
+    if not directory:
+        return None
+    path = Path(directory) / f"{_stem(name, backend, arch)}.json"
+    if not path.is_file():
+        return None
+    try:
+        manifest = json.loads(path.read_text())
+        raw = manifest["raw"]
+        image = (path.parent / manifest["image"]).read_bytes()
+    except (OSError, ValueError, KeyError) as exc:
+        warnings.warn(f"prebuilt artifact {path} is unreadable or not a raw kernel ({exc})",
+                      GomputeWarning, stacklevel=3)
+        return None
+    if hashlib.sha256(image).hexdigest() != manifest.get("image_sha256"):
+        warnings.warn(f"prebuilt artifact {path}: image checksum mismatch; not loaded",
+                      GomputeWarning, stacklevel=3)
+        return None
+    signature = tuple((str(n), _type_of_text(str(t), name)) for n, t in raw["signature"])
+    block = None if raw["block"] is None else tuple(int(b) for b in raw["block"])
+    kir = KernelIR(name=name, kind=RAW, block_size=0 if block is None else
+                   block[0] * block[1] * block[2], value_types=(), params=None,
+                   element=name, block=block)  # type: ignore[arg-type]
+    source_path = path.parent / manifest["source"]
+    artifact = Artifact(
+        backend=backend, image=image, format=manifest["format"], entry=manifest["entry"],
+        target=manifest["target"],
+        source=source_path.read_text() if source_path.is_file() else "",
+        compiler=manifest.get("compiler", ""), digest=manifest["digest"], kind=RAW,
+        extra=tuple((str(k), str(v)) for k, v in manifest.get("extra", [])))
+    return artifact, kir, signature

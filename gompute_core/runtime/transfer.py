@@ -41,6 +41,6 @@ def device_span(offset: Any, n: int, size: int, what: str) -> int:
     ``size`` bytes."""
     offset = byte_count(offset, what, "offset")
     if offset + n > size:
-        raise InvalidArgument(f"{what}: bytes [{offset}, {offset + n}) are past the end of a "
-                              f"{size}-byte buffer")
+        raise InvalidArgument(f"{what}: offset={offset}, nbytes={n}: bytes [{offset}, "
+                              f"{offset + n}) are past the end of a {size}-byte buffer")
     return offset

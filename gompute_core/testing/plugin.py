@@ -111,7 +111,8 @@ def pytest_collect_file(file_path: Any, parent: pytest.Collector) -> pytest.Modu
     return pytest.Module.from_parent(parent, path=file_path)
 
 
-TIERS = ("kinds", "buffers", "launch", "streams", "compile", "devices", "threads", "names")
+TIERS = ("kinds", "buffers", "launch", "streams", "runtime", "compile", "devices", "threads",
+         "names", "raw")
 """The conformance tiers, in the order ``gompute certify`` reports them."""
 
 

@@ -115,7 +115,8 @@ def test_two_streams_joined_by_an_event(long: LongWork) -> None:
 
 @pytest.mark.gompute(capability="events")
 def test_event_query_and_elapsed_time(long: LongWork) -> None:
-    """An event after long work is not done early; elapsed time is plausible."""
+    """An event after long work is not done before the work has run; elapsed time is
+    plausible (on a device whose calls wait for their work, ``query`` is True at once)."""
     device = long.kernel.context
     s = device.create_stream()
     buf = long.buffer()
@@ -126,15 +127,17 @@ def test_event_query_and_elapsed_time(long: LongWork) -> None:
         long.launch(buf, stream=s)
         end.record(s)
         early = end.query()
+        queried = time.perf_counter() - t0
         end.synchronize()
         wall = time.perf_counter() - t0
         assert end.query()
         us = end.elapsed_us(start)
         assert math.isfinite(us) and 0 <= us <= wall * 1e6 * 1.5 + 1000, \
             f"elapsed_us {us} for work that took {wall:.3f} s of wall time"
-        if early:
-            assert us < 0.5e6 * long.seconds or wall < 0.5 * long.seconds, \
-                "query() was True before the work the event follows had run"
+        if early:  # fine only where the work had already run (a device whose calls wait)
+            assert us <= queried * 1e6 * 1.5 + 1000, (
+                f"query() was True {queried:.3f} s after the start event, before the "
+                f"{us / 1e6:.3f} s of work the event follows had run")
     finally:
         device.synchronize()
         buf.free()

@@ -1,9 +1,12 @@
-"""The CPU device: host memory as device memory, an immediate stream, program loading.
+"""The CPU device: host memory as device memory, immediate streams and events, loading.
 
 Buffers are NumPy ``uint8`` arrays; every operation is done when its call
 returns, so a stream never has pending work and ``synchronize`` waits for
-nothing. The checks (bounds, freed buffers, host arrays) are the core's
-(:class:`gompute_core.backend.Buffer`); this module only moves bytes.
+nothing; events time by the host clock at ``record`` (the core's
+:class:`~gompute_core.backend.ImmediateEvent`); graph capture is
+``Unsupported`` (capability ``"graphs"``). The checks (bounds, freed buffers,
+host arrays) are the core's (:class:`gompute_core.backend.Buffer`); this
+module only moves bytes.
 """
 
 from __future__ import annotations
@@ -13,7 +16,14 @@ from typing import Any
 
 import numpy as np
 
-from gompute_core.backend import Artifact, Buffer, Device, ImmediateStream, Stream
+from gompute_core.backend import (
+    Artifact,
+    Buffer,
+    Device,
+    ImmediateEvent,
+    ImmediateStream,
+    Stream,
+)
 from gompute_core.backend.args import ArgBuffer, RawArgBuffer
 from gompute_core.errors import ModuleLoadFailed
 from gompute_core.ir.kernel import KernelIR
@@ -64,7 +74,7 @@ class CpuDevice(Device):
     """The host CPU as a Gompute device (ordinal 0)."""
 
     backend = "cpu"
-    capabilities = frozenset({"host_memory", "streams"})
+    capabilities = frozenset({"host_memory", "streams", "events"})
     packs_arguments = False
     ordinal = 0
     dlpack_device_type = 1  # kDLCPU: buffers export DLPack and the array interface
@@ -123,3 +133,7 @@ class CpuDevice(Device):
     def create_stream(self) -> ImmediateStream:
         """A stream whose work is done when each call returns."""
         return ImmediateStream(self)
+
+    def create_event(self, timing: bool = True) -> ImmediateEvent:
+        """An event that times by the host clock at ``record`` (work before it is done)."""
+        return ImmediateEvent(self, timing)

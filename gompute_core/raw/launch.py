@@ -1,0 +1,369 @@
+"""``g.RawKernel``: a raw kernel loaded on one backend's device, and launched checked.
+
+Every check happens here, once for every backend, before the driver sees
+anything: the grid and block (against the device's limits and the block
+shape the kernel declares), the dynamic shared memory, each argument's type
+against the signature (a ``float64`` where an ``f32`` is declared is an
+``InvalidArgument`` naming the argument's index and name: never a silent
+reinterpretation), buffers of another device or freed, and the element
+counts the kernel declares as bounds. The backend only loads the artifact
+and launches (:meth:`~gompute_core.backend.Device._load_raw`).
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..abi import pack
+from ..backend.args import RawArgBuffer, raw_arg_layout
+from ..errors import InvalidArgument, KernelNotFound, Unsupported
+from ..interop import as_buffer
+from ..ir.kernel import RAW, KernelIR
+from ..ir.nodes import Atomic, IRType, PointerType, SharedType, StructType
+from ..plugins import manager
+from ..plugins.records import Artifact, CompileRequest
+from ..runtime.compile import find_prebuilt, find_prebuilt_raw
+from ..runtime.dim3 import Dim3
+from ..types import as_scalar_type, is_float, is_int, short_name
+from .kernel import RawKernelDef, block_shape, define_source
+
+__all__ = ["RawKernel", "raw_kernel_by_name", "resolve"]
+
+
+def resolve(kernel: Any) -> RawKernelDef | str:
+    """``kernel`` as a raw kernel definition; a name registered in this process resolves
+    to its definition, an unknown name is returned as is (it may still be prebuilt)."""
+    if isinstance(kernel, RawKernelDef):
+        return kernel
+    if not isinstance(kernel, str):
+        raise InvalidArgument(f"kernel: expected a @g.raw_kernel function or a kernel name, "
+                              f"got {kernel!r}")
+    from ..specs import registered_kernel
+
+    found = registered_kernel(kernel)
+    if found is None:
+        return kernel
+    if not isinstance(found, RawKernelDef):
+        raise InvalidArgument(f"{kernel!r} names a {found.kind} spec (defined at "
+                              f"{found.defined_at}), not a raw kernel: load it with g.Kernel")
+    return found
+
+
+def _not_found(name: str, backend: str) -> KernelNotFound:
+    from ..specs import registered_kernel, registered_names
+
+    raws = [n for n in registered_names() if isinstance(registered_kernel(n), RawKernelDef)]
+    close = difflib.get_close_matches(name, raws, n=3, cutoff=0.6)
+    hint = f"; did you mean {', '.join(map(repr, close))}?" if close else \
+        f" (raw kernels defined: {', '.join(sorted(raws)) or 'none'})"
+    return KernelNotFound(f"no raw kernel named {name!r} in this process or in the artifact "
+                          f"directory for backend {backend!r}{hint}")
+
+
+def _grid(value: Any) -> tuple[int, int, int]:
+    if isinstance(value, Dim3):
+        return (value.x, value.y, value.z)
+    dims = value if isinstance(value, tuple) else (value,)
+    if not 1 <= len(dims) <= 3:
+        raise InvalidArgument(f"grid: 1 to 3 dimensions, got {value!r}")
+    d = Dim3(*dims)
+    return (d.x, d.y, d.z)
+
+
+def _static_shared_bytes(kir: KernelIR) -> int:
+    if not kir.functions:
+        return 0
+    return sum(np.dtype(t.elem).itemsize * t.size for _, t in kir.functions[-1].locals
+               if isinstance(t, SharedType))
+
+
+def _uses_f64_atomics(kir: KernelIR) -> bool:
+    found = False
+
+    def walk(obj: Any) -> None:
+        nonlocal found
+        if isinstance(obj, Atomic) and obj.type is np.float64:
+            found = True
+        if isinstance(obj, tuple):
+            for item in obj:
+                walk(item)
+        elif hasattr(obj, "__dataclass_fields__") and not isinstance(obj, StructType):
+            for f in obj.__dataclass_fields__:
+                walk(getattr(obj, f))
+
+    for fn in kir.functions:
+        walk(fn.body)
+    return found
+
+
+class RawKernel:
+    """A raw kernel compiled and loaded on ``backend``'s device ``device``.
+
+    ``kernel`` is a ``@g.raw_kernel`` function or its name (resolved in this process,
+    else in the prebuilt artifact directory: ``artifact_dir`` or
+    ``$GOMPUTE_ARTIFACT_DIR``). ``launch(grid, block, args, shared_bytes=0,
+    stream=None)`` enqueues one launch; ``synchronize()`` waits for it.
+    """
+
+    def __init__(self, kernel: Any, backend: str, device: int = 0, *,
+                 artifact_dir: str | None = None) -> None:
+        if not isinstance(backend, str):
+            raise InvalidArgument(f"backend: expected a backend name, got {backend!r}")
+        info = manager.require(backend).info
+        if RAW not in info.kinds:
+            raise Unsupported(f"backend {backend!r} does not run raw kernels (its kinds: "
+                              f"{', '.join(info.kinds)})")
+        definition = resolve(kernel)
+        dev = manager.open_device(backend, device)
+        if isinstance(definition, str):
+            found = find_prebuilt_raw(definition, backend, dev.arch, artifact_dir)
+            if found is None:
+                raise _not_found(definition, backend)
+            artifact, kir, signature = found
+            bounds: tuple[tuple[str, str], ...] = ()
+            params_class = None
+        else:
+            if definition.source_backends and backend not in definition.source_backends:
+                raise Unsupported(f"raw kernel {definition.name!r} is C source for "
+                                  f"{', '.join(definition.source_backends)}, not {backend!r}")
+            kir = definition.lower()
+            signature, bounds = definition.signature, definition.bounds
+            params_class = definition.params_class
+            artifact = self._artifact(definition, kir, backend, dev.arch, artifact_dir)
+        if _uses_f64_atomics(kir) and not dev.has("f64_atomics"):
+            raise Unsupported(f"raw kernel {kir.name!r} uses f64 atomics; {backend} device "
+                              f"{device} lacks the capability 'f64_atomics'")
+        self.name, self.backend, self.ordinal = kir.name, backend, device
+        self.device, self.kernel_ir, self.artifact = dev, kir, artifact
+        self.signature: tuple[tuple[str, IRType], ...] = signature
+        self.block: tuple[int, int, int] | None = kir.block
+        self._params_class = params_class
+        self._static_shared = _static_shared_bytes(kir)
+        self.args = RawArgBuffer(raw_arg_layout(signature))
+        self._convert = [self._converter(k, name, t) for k, (name, t) in enumerate(signature)]
+        self._bounds = [(self._index(p), self._index(n), p, n) for p, n in bounds]
+        self._packs = dev.packs_arguments
+        if not self._packs and params_class is not None:
+            self._params_of = dev.params_converter(kir)
+        self._launcher = dev._load_raw(artifact, kir, self.args)
+
+    @staticmethod
+    def _artifact(definition: RawKernelDef, kir: KernelIR, backend: str, arch: str,
+                  artifact_dir: str | None) -> Artifact:
+        artifact = find_prebuilt(kir, backend, arch, artifact_dir)
+        if artifact is None:
+            artifact = manager.compile_artifact(CompileRequest(
+                backend=backend, kernel=kir, arch=arch, source=definition.source))
+        return artifact
+
+    @classmethod
+    def from_source(cls, name: str, source: str, backend: str | Sequence[str],
+                    signature: Sequence[Any], *, device: int = 0,
+                    block: Any = None, load: bool = True) -> Any:
+        """A raw kernel from CUDA C or HIP C++ text: ``name`` is its ``extern "C"`` entry,
+        ``signature`` its parameters in order (``g.GlobalPtr[T]``, scalar types or a
+        ``@g.params`` class; ``(name, type)`` pairs name them in errors). The definition is
+        registered under ``name`` like any raw kernel; with ``load`` (default) it is
+        compiled and loaded on the first backend of ``backend``'s device ``device``."""
+        definition = define_source(name, source, backend, signature, block)
+        if not load:
+            return definition
+        return cls(definition, definition.source_backends[0], device)
+
+    # ------------------------------------------------------------------- arguments
+    def _index(self, name: str) -> int:
+        return next(k for k, (n, _) in enumerate(self.signature) if n == name)
+
+    def _converter(self, k: int, name: str, t: IRType) -> Callable[[Any], Any]:
+        where = f"argument #{k} ({name!r})"
+        if isinstance(t, PointerType):
+            return self._pointer_converter(where, np.dtype(t.elem), short_name(t.elem))
+        if isinstance(t, StructType):
+            cls = self._params_class
+
+            def params(value: Any) -> bytes:
+                if cls is not None and not isinstance(value, cls):
+                    raise InvalidArgument(f"{self.name}: {where} must be a {cls.__qualname__} "
+                                          f"params object, got {type(value).__name__}")
+                return pack(value)
+
+            return params
+        return _scalar_converter(self.name, where, t)
+
+    def _pointer_converter(self, where: str, dtype: np.dtype, tname: str
+                           ) -> Callable[[Any], Any]:
+        device, backend = self.device, self.backend
+
+        def pointer(value: Any) -> Any:
+            from ..backend.buffer import Buffer
+
+            buf = value if isinstance(value, Buffer) else self._foreign(value, where)
+            if buf.device is not device:
+                raise InvalidArgument(f"{self.name}: {where} is a buffer of {buf.device!r}, not "
+                                      f"of {backend} device {self.ordinal}")
+            if buf.freed:
+                raise InvalidArgument(f"{self.name}: {where} is a freed buffer")
+            if buf.dtype != dtype:
+                raise InvalidArgument(f"{self.name}: {where} is a buffer of {buf.dtype}; the "
+                                      f"kernel declares GlobalPtr[{tname}] (allocate it with "
+                                      f"alloc(count, g.{tname}))")
+            return buf
+
+        return pointer
+
+    def _foreign(self, value: Any, where: str) -> Any:
+        try:
+            return as_buffer(value, self.backend)
+        except InvalidArgument as exc:
+            raise InvalidArgument(f"{self.name}: {where} must be a device buffer or an array "
+                                  f"on {self.backend} device {self.ordinal}: {exc}") from None
+
+    def _check_bounds(self, values: list[Any]) -> None:
+        for ptr_k, len_k, ptr, length in self._bounds:
+            buf = values[ptr_k]
+            count = buf.nbytes // buf.dtype.itemsize
+            need = int(values[len_k])
+            if need > count:
+                raise InvalidArgument(f"{self.name}: {ptr!r} holds {count} elements but "
+                                      f"{length}={need} (declared as its bound)")
+
+    # ------------------------------------------------------------------- public surface
+    def alloc(self, count: int, dtype: Any) -> Any:
+        """A device buffer of ``count`` ELEMENTS of scalar type ``dtype``."""
+        t = as_scalar_type(dtype)
+        if t is None:
+            raise InvalidArgument(f"alloc: dtype must be a scalar type (g.f32, ...), got "
+                                  f"{dtype!r}")
+        if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 0:
+            raise InvalidArgument(f"alloc: count must be a non-negative int, got {count!r}")
+        dt = np.dtype(t)
+        buf = self.device.alloc(int(count) * dt.itemsize)
+        buf.dtype = dt
+        return buf
+
+    def launch(self, grid: Any, block: Any, args: Sequence[Any], shared_bytes: int = 0,
+               stream: Any = None) -> None:
+        """Enqueue one launch of ``grid`` blocks of ``block`` threads (``g.Dim3``, an int or
+        a tuple each) with ``args`` in signature order, ``shared_bytes`` of dynamic shared
+        memory, on ``stream`` (default: the device's)."""
+        g3 = _grid(grid)
+        b3 = block_shape(block, f"{self.name}: block")
+        if self.block is not None and b3 != self.block:
+            raise InvalidArgument(f"{self.name}: launched with block {b3} but the kernel "
+                                  f"declares block={self.block}")
+        dev = self.device
+        for axis, d, limit in zip("xyz", b3, dev.max_block_dims, strict=True):
+            if d > limit:
+                raise InvalidArgument(f"{self.name}: block {axis}={d} exceeds {self.backend} "
+                                      f"device {self.ordinal}'s limit {limit}")
+        if b3[0] * b3[1] * b3[2] > dev.max_block_threads:
+            raise InvalidArgument(f"{self.name}: block {b3} exceeds {self.backend} device "
+                                  f"{self.ordinal}'s {dev.max_block_threads} threads per block")
+        if isinstance(shared_bytes, bool) or not isinstance(shared_bytes, (int, np.integer)) \
+                or shared_bytes < 0:
+            raise InvalidArgument(f"{self.name}: shared_bytes must be a non-negative int, got "
+                                  f"{shared_bytes!r}")
+        if shared_bytes + self._static_shared > dev.max_shared_bytes:
+            raise InvalidArgument(f"{self.name}: {shared_bytes} dynamic + {self._static_shared} "
+                                  f"static shared bytes exceed {self.backend} device "
+                                  f"{self.ordinal}'s {dev.max_shared_bytes}")
+        if stream is None:
+            stream = dev.stream
+        elif getattr(stream, "device", None) is not dev:
+            raise InvalidArgument(f"{self.name}: stream {stream!r} is not a stream of "
+                                  f"{self.backend} device {self.ordinal}")
+        if isinstance(args, (str, bytes)) or not isinstance(args, Sequence):
+            raise InvalidArgument(f"{self.name}: args must be a list of the kernel's "
+                                  f"{len(self.signature)} arguments, got {args!r}")
+        if len(args) != len(self._convert):
+            names = ", ".join(n for n, _ in self.signature)
+            raise InvalidArgument(f"{self.name}: takes {len(self._convert)} arguments ({names}), "
+                                  f"got {len(args)}")
+        values = [conv(a) for conv, a in zip(self._convert, args, strict=True)]
+        if self._bounds:
+            self._check_bounds(values)
+        self._store(values)
+        self._launcher(g3, b3, int(shared_bytes), stream)
+
+    def _store(self, values: list[Any]) -> None:
+        """Hand the checked arguments to the argument buffer (packed, or as values)."""
+        a = self.args
+        if self._packs:
+            packed, params = [], None
+            for v, (_, t) in zip(values, self.signature, strict=True):
+                if isinstance(t, StructType):
+                    params = v
+                elif isinstance(t, PointerType):
+                    packed.append(v.addr)
+                else:
+                    packed.append(v)
+            a.pack(*packed)
+            if params is not None:
+                a.set_params(params)
+            return
+        host, params = [], None
+        for v, (_, t) in zip(values, self.signature, strict=True):
+            if isinstance(t, StructType):
+                params = self._params_of(v)
+            elif isinstance(t, PointerType):
+                host.append(self.device.host_array(v, v.dtype))
+            else:
+                host.append(v)
+        a.values = tuple(host)
+        a.params = params
+
+    def synchronize(self) -> None:
+        """Wait for all work on the device; a device fault raises ``SyncFailed``."""
+        self.device.synchronize()
+
+    @property
+    def source(self) -> str:
+        """The compiled source (rendered, or the user's C text)."""
+        return self.artifact.source
+
+    def __repr__(self) -> str:
+        return f"<RawKernel {self.name!r} on {self.backend}:{self.ordinal}>"
+
+
+def _scalar_converter(kernel: str, where: str, t: Any) -> Callable[[Any], Any]:
+    """A checker giving a NumPy scalar of ``t``: the same NumPy type, or a Python number
+    that ``t`` holds exactly (an int in range; a float for a float type)."""
+    name = short_name(t)
+    integer = is_int(t) and t is not np.bool_
+    lo, hi = (int(np.iinfo(t).min), int(np.iinfo(t).max)) if integer else (0, 0)
+
+    def scalar(value: Any) -> Any:
+        if type(value) is t:
+            return value
+        if isinstance(value, np.generic):
+            raise InvalidArgument(f"{kernel}: {where} is a {type(value).__name__} where {name} "
+                                  f"is declared (convert it: np.{np.dtype(t).name}(x))")
+        if t is np.bool_:
+            if isinstance(value, bool):
+                return np.bool_(value)
+        elif integer:
+            if isinstance(value, int) and not isinstance(value, bool):
+                if not lo <= value <= hi:
+                    raise InvalidArgument(f"{kernel}: {where} = {value} does not fit {name}")
+                return t(value)
+        elif is_float(t) and isinstance(value, (int, float)) and not isinstance(value, bool):
+            return t(value)
+        raise InvalidArgument(f"{kernel}: {where} is {value!r} ({type(value).__name__}) where "
+                              f"{name} is declared")
+
+    return scalar
+
+
+def raw_kernel_by_name(backend: str, name: str, device: int = 0, *,
+                       artifact_dir: str | None = None) -> RawKernel:
+    """The raw kernel called ``name`` (chosen at run time, from a config file say) loaded on
+    ``backend``'s device: a kernel defined in this process, else a prebuilt one from
+    ``artifact_dir``/``$GOMPUTE_ARTIFACT_DIR`` (no compiler needed). ``KernelNotFound``
+    (a ``LookupError``) lists close matches for a name that is not there."""
+    if not isinstance(name, str):
+        raise InvalidArgument(f"name: expected a kernel name, got {name!r}")
+    return RawKernel(name, backend, device, artifact_dir=artifact_dir)

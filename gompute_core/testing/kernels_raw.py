@@ -1,0 +1,236 @@
+"""The raw kernels of the conformance suite's ``raw`` tier (each with its NumPy oracle in
+:mod:`gompute_core.testing.test_raw`).
+
+Module-level definitions: raw kernels register their names at definition, like specs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+import gompute_core as g
+
+B = g.builtins
+
+BLOCK = 256
+TILE = 16
+SCAN_BLOCK = 128
+
+
+@g.raw_kernel(block=BLOCK, bounds={"data": "n"})
+def raw_add(data: g.GlobalPtr[g.f32], n: g.u64):
+    """The seed's example: one added to every element."""
+    i = B.global_id(0)
+    if i < n:
+        data[i] += 1
+
+
+@g.raw_kernel(bounds={"data": "n"})
+def raw_scale(data: g.GlobalPtr[g.f32], n: g.u64, factor: g.f32):
+    """Multiply in place; any block shape (none declared); early return past the end."""
+    i = B.global_id(0)
+    if i >= n:
+        return
+    data[i] = data[i] * factor
+
+
+@g.raw_kernel(block=BLOCK)
+def raw_block_sum(data: g.GlobalPtr[g.i32], n: g.u64, out: g.GlobalPtr[g.i32]):
+    """One partial per block: a grid-stride accumulation, then a shared-memory tree."""
+    s = B.shared_array(g.i32, BLOCK)
+    lid = B.local_id(0)
+    acc = g.i32(0)
+    i = B.global_id(0)
+    stride = B.grid_dim(0) * B.block_dim(0)
+    while i < n:
+        acc += data[i]
+        i += stride
+    s[lid] = acc
+    B.barrier()
+    step = B.block_dim(0) // 2
+    while step > 0:
+        if lid < step:
+            s[lid] += s[lid + step]
+        B.barrier()
+        step //= 2
+    if lid == 0:
+        out[B.block_id(0)] = s[0]
+
+
+@g.raw_kernel(block=SCAN_BLOCK)
+def raw_block_scan(data: g.GlobalPtr[g.i32], n: g.u64, out: g.GlobalPtr[g.i32]):
+    """Inclusive scan of each block's elements (Hillis-Steele): a value read before a
+    barrier is written after it, so it lives across the barrier in every thread."""
+    s = B.shared_array(g.i32, SCAN_BLOCK)
+    lid = B.local_id(0)
+    i = B.global_id(0)
+    v = g.i32(0)
+    if i < n:
+        v = data[i]
+    s[lid] = v
+    B.barrier()
+    offset = 1
+    while offset < B.block_dim(0):
+        add = g.i32(0)
+        if lid >= offset:
+            add = s[lid - offset]
+        B.barrier()
+        s[lid] += add
+        B.barrier()
+        offset *= 2
+    if i < n:
+        out[i] = s[lid]
+
+
+@g.raw_kernel(block=(TILE, TILE))
+def raw_transpose(src: g.GlobalPtr[g.f32], dst: g.GlobalPtr[g.f32], rows: g.i64,
+                  cols: g.i64):
+    """``dst (cols x rows) = src (rows x cols).T`` through a padded shared tile."""
+    tile = B.shared_array(g.f32, (TILE, TILE + 1))
+    tx = B.local_id(0)
+    ty = B.local_id(1)
+    x = B.block_id(0) * TILE + tx
+    y = B.block_id(1) * TILE + ty
+    if x < cols and y < rows:
+        tile[ty, tx] = src[y * cols + x]
+    B.barrier()
+    ox = B.block_id(1) * TILE + tx
+    oy = B.block_id(0) * TILE + ty
+    if ox < rows and oy < cols:
+        dst[oy * rows + ox] = tile[tx, ty]
+
+
+@g.raw_kernel(block=(TILE, TILE))
+def raw_stencil(src: g.GlobalPtr[g.f32], dst: g.GlobalPtr[g.f32], rows: g.i64, cols: g.i64):
+    """5-point Laplacian on the interior (edges copied) with a shared halo of one cell."""
+    halo = B.shared_array(g.f32, (TILE + 2, TILE + 2))
+    tx = B.local_id(0)
+    ty = B.local_id(1)
+    x = B.block_id(0) * TILE + tx
+    y = B.block_id(1) * TILE + ty
+    # fill the (TILE+2)^2 halo tile cooperatively: each thread loads up to two cells
+    k = ty * TILE + tx
+    while k < (TILE + 2) * (TILE + 2):
+        hy = k // (TILE + 2)
+        hx = k % (TILE + 2)
+        gy = B.block_id(1) * TILE + hy - 1
+        gx = B.block_id(0) * TILE + hx - 1
+        value = g.f32(0)
+        if 0 <= gy < rows and 0 <= gx < cols:
+            value = src[gy * cols + gx]
+        halo[hy, hx] = value
+        k += TILE * TILE
+    B.barrier()
+    if x < cols and y < rows:
+        c = halo[ty + 1, tx + 1]
+        if 0 < x < cols - 1 and 0 < y < rows - 1:
+            dst[y * cols + x] = (halo[ty, tx + 1] + halo[ty + 2, tx + 1] + halo[ty + 1, tx]
+                                 + halo[ty + 1, tx + 2] - g.f32(4) * c)
+        else:
+            dst[y * cols + x] = c
+
+
+@g.raw_kernel(block=BLOCK)
+def raw_histogram(values: g.GlobalPtr[g.u8], n: g.u64, bins: g.GlobalPtr[g.u32]):
+    """256 bins: shared-memory atomics per block, then one global atomic per bin."""
+    h = B.shared_array(g.u32, 256)
+    lid = B.local_id(0)
+    for k in range(lid, 256, B.block_dim(0)):
+        h[k] = 0
+    B.barrier()
+    i = B.global_id(0)
+    stride = B.grid_dim(0) * B.block_dim(0)
+    while i < n:
+        B.atomic_add(h, values[i], 1)
+        i += stride
+    B.barrier()
+    for k in range(lid, 256, B.block_dim(0)):
+        if h[k] != 0:
+            B.atomic_add(bins, k, h[k])
+
+
+@g.raw_kernel
+def raw_cas_max(values: g.GlobalPtr[g.f32], n: g.u64, result: g.GlobalPtr[g.f32]):
+    """A float maximum through compare-and-swap (lock-free: no thread ever waits on
+    another, a failed swap retries with the value that won)."""
+    i = B.global_id(0)
+    if i < n:
+        v = values[i]
+        old = result[0]
+        while v > old:
+            seen = B.atomic_cas(result, 0, old, v)
+            if seen == old:
+                break
+            old = seen
+
+
+@g.raw_kernel
+def raw_atomic_ops(values: g.GlobalPtr[g.i32], n: g.u64, acc: g.GlobalPtr[g.i32],
+                   facc: g.GlobalPtr[g.f32], uacc: g.GlobalPtr[g.u64]):
+    """Every atomic op on global memory: i32 add/sub/min/max, f32 add/min/max, u64 add,
+    and exch (whose final value must be one of the values written)."""
+    i = B.global_id(0)
+    if i < n:
+        v = values[i]
+        B.atomic_add(acc, 0, v)
+        B.atomic_sub(acc, 1, v)
+        B.atomic_min(acc, 2, v)
+        B.atomic_max(acc, 3, v)
+        B.atomic_exch(acc, 4, v)
+        B.atomic_add(facc, 0, g.f32(v & 255))
+        B.atomic_min(facc, 1, g.f32(v))
+        B.atomic_max(facc, 2, g.f32(v))
+        B.atomic_add(uacc, 0, g.u64(v & 0xFFFF))
+
+
+@g.raw_kernel
+def raw_index3d(out: g.GlobalPtr[g.i64], nx: g.i64, ny: g.i64, nz: g.i64):
+    """3-D geometry: every thread of a 3-D grid writes its coordinates' code and the launch
+    shape (through block_dim and grid_dim) into its own cell."""
+    x = B.global_id(0)
+    y = B.global_id(1)
+    z = B.global_id(2)
+    if x < nx and y < ny and z < nz:
+        shape = (B.block_dim(0) * 1000000 + B.block_dim(1) * 10000 + B.block_dim(2) * 100
+                 + B.grid_dim(0) + B.grid_dim(1) + B.grid_dim(2))
+        out[(z * ny + y) * nx + x] = x + 1000 * y + 1000000 * z + shape * 1000000000
+
+
+@g.params
+class Affine:
+    """The params of the Fused pipeline below."""
+
+    scale: g.f32
+    shift: g.f32
+
+
+class ScaleOp:
+    """``x * scale``."""
+
+    @staticmethod
+    def eval(x, p):
+        return x * p.scale
+
+
+class ShiftOp:
+    """``x + shift``."""
+
+    @staticmethod
+    def eval(x, p):
+        return x + p.shift
+
+
+PIPELINE = g.Fused(g.f32, Affine, [ScaleOp, ShiftOp, g.Unary(g.f32, Affine, lambda x, p: x * x)])
+
+
+@g.raw_kernel
+def raw_fused(data: g.GlobalPtr[g.f32], n: g.u64, p: Affine):
+    """A raw kernel calling a ``g.Fused`` pipeline's ``eval``."""
+    i = B.global_id(0)
+    if i < n:
+        data[i] = PIPELINE.eval(data[i], p)
+
+
+def fused_oracle(x: np.ndarray, p: Affine) -> np.ndarray:
+    """The pipeline on NumPy scalars, element by element (the Python ``Fused.eval``)."""
+    return np.array([PIPELINE.eval(v, p) for v in x], dtype=np.float32)

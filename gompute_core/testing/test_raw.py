@@ -1,0 +1,277 @@
+"""Tier ``raw``: raw kernels (``g.raw_kernel``, ``g.RawKernel``), for backends that list the
+``raw`` kind.
+
+Each kernel of :mod:`.kernels_raw` runs against a NumPy oracle: a raw add, a kernel
+chosen by name at run time, a shared-memory tree block sum, a block-wide scan, a 2-D
+tiled transpose, a 5-point stencil with a shared halo, a 256-bin histogram with shared
+then global atomics, a float max by compare-and-swap, every atomic op, 3-D indexing and
+a ``g.Fused`` pipeline called from a raw kernel. Then the launch checks: wrong argument
+types, counts and block shapes are rejected before the device sees them, and the data
+stays untouched.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import gompute_core as g
+
+from . import kernels_raw as K
+from ._support import mark, rng_for
+
+TIER = "raw"
+pytestmark = mark(kind="raw")
+
+
+@pytest.fixture(scope="module")
+def raws(gompute_backend: str) -> dict[str, g.RawKernel]:
+    """A session of loaded raw kernels, by name (each compiled once per module)."""
+    cache: dict[str, g.RawKernel] = {}
+    return cache
+
+
+def load(raws: dict[str, g.RawKernel], kernel: object, backend: str) -> g.RawKernel:
+    """The kernel loaded on ``backend``, from ``raws`` when it already is."""
+    name = kernel.name  # type: ignore[attr-defined]
+    if name not in raws:
+        raws[name] = g.RawKernel(kernel, backend)
+    return raws[name]
+
+
+def upload(raw: g.RawKernel, host: np.ndarray) -> object:
+    """A device buffer of ``host``'s dtype holding ``host``."""
+    buf = raw.alloc(host.size, host.dtype.type)
+    buf.upload(np.ascontiguousarray(host).reshape(-1))
+    return buf
+
+
+def download(buf: object, count: int, dtype: type) -> np.ndarray:
+    """``count`` elements of ``buf``."""
+    out = np.empty(count, dtype)
+    buf.download(out)  # type: ignore[attr-defined]
+    return out
+
+
+@pytest.mark.parametrize("n", [1, 255, 256, 1000, 70001])
+def test_raw_add(raws: dict, gompute_backend: str, n: int) -> None:
+    """The seed's raw add over ``global_id(0)``, n not a multiple of the block."""
+    raw = load(raws, K.raw_add, gompute_backend)
+    host = rng_for("raw_add", n).uniform(-100, 100, n).astype(np.float32)
+    buf = upload(raw, host)
+    raw.launch(g.Dim3.linear(n, K.BLOCK), g.Dim3(K.BLOCK), [buf, np.uint64(n)])
+    raw.synchronize()
+    np.testing.assert_array_equal(download(buf, n, np.float32), host + np.float32(1))
+
+
+def test_kernel_chosen_by_name(raws: dict, gompute_backend: str) -> None:
+    """A name from a config file picks the kernel; an unknown one is ``KernelNotFound`` (a
+    ``LookupError``) naming the close match."""
+    config = {"op": "raw_scale"}
+    raw = g.raw_kernel_by_name(gompute_backend, config["op"])
+    assert raw.name == "raw_scale"
+    n = 1000
+    host = np.arange(n, dtype=np.float32)
+    buf = upload(raw, host)
+    raw.launch(g.Dim3.linear(n, 64), 64, [buf, np.uint64(n), np.float32(2.5)])
+    raw.synchronize()
+    np.testing.assert_array_equal(download(buf, n, np.float32), host * np.float32(2.5))
+    with pytest.raises(g.KernelNotFound, match="raw_scale") as info:
+        g.raw_kernel_by_name(gompute_backend, "raw_scael")
+    assert isinstance(info.value, LookupError)
+
+
+@pytest.mark.parametrize("n,blocks", [(1, 1), (1000, 3), (1 << 18, 40), (12345, 7)])
+def test_block_sum(raws: dict, gompute_backend: str, n: int, blocks: int) -> None:
+    """Shared-memory tree reduction with barriers in a loop: one exact partial per block."""
+    raw = load(raws, K.raw_block_sum, gompute_backend)
+    host = rng_for("block_sum", n).integers(-1000, 1000, n).astype(np.int32)
+    buf = upload(raw, host)
+    out = raw.alloc(blocks, g.i32)
+    raw.launch(blocks, K.BLOCK, [buf, np.uint64(n), out])
+    raw.synchronize()
+    partials = download(out, blocks, np.int32)
+    # the oracle of each partial: block b's threads sum the grid-stride elements of their ids
+    ids = np.arange(n) % (blocks * K.BLOCK) // K.BLOCK
+    want = np.bincount(ids, weights=host.astype(np.int64), minlength=blocks).astype(np.int64)
+    np.testing.assert_array_equal(partials.astype(np.int64), want)
+
+
+@pytest.mark.parametrize("n", [1, 127, 128, 1000, 4099])
+def test_block_scan(raws: dict, gompute_backend: str, n: int) -> None:
+    """Block-wide inclusive scan: values live across barriers in every thread."""
+    raw = load(raws, K.raw_block_scan, gompute_backend)
+    host = rng_for("scan", n).integers(-50, 50, n).astype(np.int32)
+    buf = upload(raw, host)
+    out = raw.alloc(n, g.i32)
+    raw.launch(g.Dim3.linear(n, K.SCAN_BLOCK), K.SCAN_BLOCK, [buf, np.uint64(n), out])
+    raw.synchronize()
+    want = np.concatenate([np.cumsum(host[k:k + K.SCAN_BLOCK], dtype=np.int32)
+                           for k in range(0, n, K.SCAN_BLOCK)])
+    np.testing.assert_array_equal(download(out, n, np.int32), want)
+
+
+@pytest.mark.parametrize("rows,cols", [(16, 16), (100, 75), (1, 300), (257, 33)])
+def test_tiled_transpose(raws: dict, gompute_backend: str, rows: int, cols: int) -> None:
+    """2-D grid and blocks, a padded 2-D shared tile."""
+    raw = load(raws, K.raw_transpose, gompute_backend)
+    host = rng_for("transpose", rows, cols).standard_normal((rows, cols)).astype(np.float32)
+    src = upload(raw, host)
+    dst = raw.alloc(rows * cols, g.f32)
+    grid = g.Dim3(-(-cols // K.TILE), -(-rows // K.TILE))
+    raw.launch(grid, g.Dim3(K.TILE, K.TILE), [src, dst, rows, cols])
+    raw.synchronize()
+    got = download(dst, rows * cols, np.float32).reshape(cols, rows)
+    np.testing.assert_array_equal(got, host.T)
+
+
+@pytest.mark.parametrize("rows,cols", [(1, 1), (16, 16), (50, 37), (3, 200)])
+def test_stencil(raws: dict, gompute_backend: str, rows: int, cols: int) -> None:
+    """5-point stencil with a shared halo; the same f32 operations, in the same order, as
+    the NumPy oracle: equal bit for bit."""
+    raw = load(raws, K.raw_stencil, gompute_backend)
+    a = rng_for("stencil", rows, cols).uniform(-1, 1, (rows, cols)).astype(np.float32)
+    src = upload(raw, a)
+    dst = raw.alloc(rows * cols, g.f32)
+    grid = g.Dim3(-(-cols // K.TILE), -(-rows // K.TILE))
+    raw.launch(grid, (K.TILE, K.TILE), [src, dst, rows, cols])
+    raw.synchronize()
+    want = a.copy()
+    if rows > 2 and cols > 2:
+        c = a[1:-1, 1:-1]
+        want[1:-1, 1:-1] = (a[:-2, 1:-1] + a[2:, 1:-1] + a[1:-1, :-2] + a[1:-1, 2:]
+                            - np.float32(4) * c)
+    np.testing.assert_array_equal(download(dst, rows * cols, np.float32).reshape(rows, cols),
+                                  want)
+
+
+@pytest.mark.parametrize("n,blocks", [(1, 1), (5000, 3), (1 << 20, 64)])
+def test_histogram(raws: dict, gompute_backend: str, n: int, blocks: int) -> None:
+    """Shared-memory atomics per block, then global atomics, against ``np.bincount``."""
+    raw = load(raws, K.raw_histogram, gompute_backend)
+    host = rng_for("hist", n).integers(0, 256, n).astype(np.uint8)
+    host[: n // 3] = 7  # a heavily contended bin
+    buf = upload(raw, host)
+    bins = raw.alloc(256, g.u32)
+    bins.fill(0)
+    raw.launch(blocks, K.BLOCK, [buf, np.uint64(n), bins])
+    raw.synchronize()
+    np.testing.assert_array_equal(download(bins, 256, np.uint32),
+                                  np.bincount(host, minlength=256).astype(np.uint32))
+
+
+@pytest.mark.parametrize("n", [1, 1000, 100000])
+def test_cas_float_max(raws: dict, gompute_backend: str, n: int) -> None:
+    """A float maximum by compare-and-swap equals NumPy's."""
+    raw = load(raws, K.raw_cas_max, gompute_backend)
+    host = rng_for("casmax", n).standard_normal(n).astype(np.float32) * np.float32(1e3)
+    buf = upload(raw, host)
+    result = upload(raw, np.array([-np.inf], np.float32))
+    raw.launch(g.Dim3.linear(n, 128), 128, [buf, np.uint64(n), result])
+    raw.synchronize()
+    assert download(result, 1, np.float32)[0] == host.max()
+
+
+def test_atomic_ops(raws: dict, gompute_backend: str) -> None:
+    """add/sub/min/max/exch on i32, add/min/max on f32 and add on u64, all contended."""
+    raw = load(raws, K.raw_atomic_ops, gompute_backend)
+    n = 10000
+    host = rng_for("atomics", n).integers(-2**31, 2**31 - 1, n, dtype=np.int64).astype(np.int32)
+    buf = upload(raw, host)
+    acc = upload(raw, np.array([5, 5, 2**31 - 1, -2**31, 0], np.int32))
+    facc = upload(raw, np.array([0, np.inf, -np.inf], np.float32))
+    uacc = upload(raw, np.array([3], np.uint64))
+    raw.launch(g.Dim3.linear(n, 128), 128, [buf, np.uint64(n), acc, facc, uacc])
+    raw.synchronize()
+    got = download(acc, 5, np.int32)
+    with np.errstate(over="ignore"):
+        total = np.int32(5) + host.sum(dtype=np.int32)
+        neg = np.int32(5) - host.sum(dtype=np.int32)
+    assert got[0] == total and got[1] == neg
+    assert got[2] == host.min() and got[3] == host.max()
+    assert got[4] in set(host.tolist())
+    fgot = download(facc, 3, np.float32)
+    assert fgot[0] == np.float32((host & 255).sum())
+    assert fgot[1] == host.astype(np.float32).min() and fgot[2] == host.astype(np.float32).max()
+    assert download(uacc, 1, np.uint64)[0] == 3 + int((host.astype(np.int64) & 0xFFFF).sum())
+
+
+@pytest.mark.parametrize("shape,block", [((5, 3, 2), (4, 2, 2)), ((33, 17, 9), (8, 4, 2)),
+                                         ((1, 1, 70), (1, 1, 64))])
+def test_index_3d(raws: dict, gompute_backend: str, shape: tuple, block: tuple) -> None:
+    """global_id, block_dim and grid_dim in three dimensions."""
+    raw = load(raws, K.raw_index3d, gompute_backend)
+    nx, ny, nz = shape
+    grid = tuple(-(-s // b) for s, b in zip(shape, block, strict=True))
+    out = raw.alloc(nx * ny * nz, g.i64)
+    raw.launch(g.Dim3(*grid), g.Dim3(*block), [out, nx, ny, nz])
+    raw.synchronize()
+    z, y, x = np.meshgrid(np.arange(nz), np.arange(ny), np.arange(nx), indexing="ij")
+    code = (block[0] * 1000000 + block[1] * 10000 + block[2] * 100 + sum(grid))
+    want = (x + 1000 * y + 1000000 * z + code * 1000000000).astype(np.int64)
+    np.testing.assert_array_equal(download(out, nx * ny * nz, np.int64), want.reshape(-1))
+
+
+def test_fused_pipeline_in_raw_kernel(raws: dict, gompute_backend: str) -> None:
+    """A raw kernel calling ``Pipeline.eval`` equals the Python pipeline on NumPy scalars."""
+    raw = load(raws, K.raw_fused, gompute_backend)
+    n = 777
+    host = rng_for("fused").uniform(-3, 3, n).astype(np.float32)
+    p = K.Affine(scale=np.float32(1.5), shift=np.float32(-0.25))
+    buf = upload(raw, host)
+    raw.launch(g.Dim3.linear(n, 64), 64, [buf, np.uint64(n), p])
+    raw.synchronize()
+    np.testing.assert_array_equal(download(buf, n, np.float32), K.fused_oracle(host, p))
+
+
+# ------------------------------------------------------------------ launch checks
+def test_wrong_argument_types_rejected(raws: dict, gompute_backend: str) -> None:
+    """A float64 buffer or scalar where an f32 is declared is an ``InvalidArgument`` naming
+    the argument's index and name; nothing runs and the data stays as it was."""
+    raw = load(raws, K.raw_scale, gompute_backend)
+    host = np.arange(300, dtype=np.float32)
+    buf = upload(raw, host)
+    wrong = raw.alloc(300, g.f64)
+    with pytest.raises(g.InvalidArgument, match=r"#0 \('data'\).*float64.*GlobalPtr\[f32\]"):
+        raw.launch(5, 64, [wrong, np.uint64(300), np.float32(2)])
+    with pytest.raises(g.InvalidArgument, match=r"#2 \('factor'\).*float64.*f32"):
+        raw.launch(5, 64, [buf, np.uint64(300), np.float64(2)])
+    with pytest.raises(g.InvalidArgument, match=r"#1 \('n'\)"):
+        raw.launch(5, 64, [buf, 2.5, np.float32(2)])
+    with pytest.raises(g.InvalidArgument, match=r"#1 \('n'\).*does not fit u64"):
+        raw.launch(5, 64, [buf, -1, np.float32(2)])
+    with pytest.raises(g.InvalidArgument, match="takes 3 arguments"):
+        raw.launch(5, 64, [buf, np.uint64(300)])
+    with pytest.raises(g.InvalidArgument, match=r"'data' holds 300 elements but n=301"):
+        raw.launch(5, 64, [buf, np.uint64(301), np.float32(2)])
+    raw.synchronize()
+    np.testing.assert_array_equal(download(buf, 300, np.float32), host)
+
+
+def test_block_shapes_checked(raws: dict, gompute_backend: str) -> None:
+    """A block other than the declared one, or past the device's limits, is rejected."""
+    raw = load(raws, K.raw_add, gompute_backend)
+    host = np.zeros(512, np.float32)
+    buf = upload(raw, host)
+    with pytest.raises(g.InvalidArgument, match=r"block \(128, 1, 1\).*declares "
+                                                r"block=\(256, 1, 1\)"):
+        raw.launch(4, 128, [buf, np.uint64(512)])
+    free = load(raws, K.raw_scale, gompute_backend)
+    with pytest.raises(g.InvalidArgument, match="2048 threads"):
+        free.launch(1, (64, 32), [buf, np.uint64(512), np.float32(1)])
+    with pytest.raises(g.InvalidArgument, match="z=65"):
+        free.launch(1, (1, 1, 65), [buf, np.uint64(512), np.float32(1)])
+    with pytest.raises(g.InvalidArgument, match="Dim3.x"):
+        free.launch(0, 64, [buf, np.uint64(512), np.float32(1)])
+    np.testing.assert_array_equal(download(buf, 512, np.float32), host)
+
+
+def test_unknown_name_and_spec_name(gompute_backend: str) -> None:
+    """``g.RawKernel`` of a spec's name says it is a spec; of an unknown name lists the raw
+    kernels that resemble it."""
+    from .kernels_tiers import TWICE
+
+    with pytest.raises(g.InvalidArgument, match="not a raw kernel"):
+        g.RawKernel(TWICE.name, gompute_backend)
+    with pytest.raises(g.KernelNotFound, match="raw_histogram"):
+        g.RawKernel("raw_histogramm", gompute_backend)
