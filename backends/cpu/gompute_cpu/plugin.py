@@ -23,7 +23,7 @@ if TYPE_CHECKING:  # annotations only: discovery must stay light (no NumPy)
     from gompute_core.ir.kernel import KernelIR
 
 NAME = "cpu"
-KINDS = ("map", "map_to", "zip", "map_indexed", "reduce", "gather", "scatter")
+KINDS = ("map", "map_to", "zip", "map_indexed", "reduce", "gather", "scatter", "raw")
 """The kinds this backend runs (named here, not taken from the core: a kind the core adds
 later is not claimed until this backend implements it)."""
 
