@@ -27,6 +27,10 @@ from gompute_core.ir.nodes import PointerType, StructType
 from .params import HostParams
 
 DEFAULT_PARALLEL_THRESHOLD = 1 << 17
+RAW_WORK_PER_THREAD = 64
+"""A raw kernel's thread counts as this many elements against the threshold: it usually
+does more than one element's work (a grid-stride loop, a tree step), and starting the
+threaded block loop costs about 1 us more than the serial one (measured, 2 cores)."""
 
 _ROLES = {"map": ("T",), "map_indexed": ("T",), "map_to": ("In", "Out"),
           "zip": ("A", "B", "Out"), "reduce": ("T", "T"), "gather": ("T", "Idx", "T"),
@@ -112,13 +116,14 @@ class RawEntry:
     threads with ``args``'s values (signature order; the params leaves spliced in where
     the record sits). Blocks run threaded (``k_parallel``, one contiguous range of blocks
     per numba thread) when there are several blocks, more than one numba thread, and at
-    least ``GOMPUTE_CPU_PARALLEL_THRESHOLD`` threads in all; serially otherwise."""
+    least ``GOMPUTE_CPU_PARALLEL_THRESHOLD / RAW_WORK_PER_THREAD`` threads in all (2048
+    by default); serially otherwise."""
 
     def __init__(self, kernel: KernelIR, module: Any, args: RawArgBuffer) -> None:
         self.kernel = kernel
         self.module = module
         self.args = args
-        self.threshold = parallel_threshold()
+        self.threshold = parallel_threshold() // RAW_WORK_PER_THREAD
         fn = kernel.functions[-1]
         self._params_at = -1
         """Where the params leaves go among the values (-1: the kernel takes no params)."""

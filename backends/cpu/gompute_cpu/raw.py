@@ -29,6 +29,7 @@ from __future__ import annotations
 from gompute_core.errors import Unsupported
 from gompute_core.ir import nodes as ir
 from gompute_core.ir.kernel import KernelIR
+from gompute_core.ir.uniformity import is_varying
 from gompute_core.types import ScalarType
 
 from .fission import BlockIf, BlockLoop, Item, Phase, Plan, holds, nodes_in, plan
@@ -158,34 +159,65 @@ class RawRenderer(FunctionRenderer):
 
     # phases and block statements ---------------------------------------------------------
 
-    def thread_loops(self, depth: int, flat: bool) -> int:
-        """Emit the loops over the block's threads (x fastest); the body's depth."""
+    def thread_loops(self, depth: int, flat: bool, x_range: str = "") -> int:
+        """Emit the loops over the block's threads (x fastest; ``x_range`` narrows x);
+        the body's depth."""
         block = self.kir.block
         for axis in reversed(_AXES):
             size = f"_B{axis.upper()}"
             if block is not None and block[_AXES.index(axis)] == 1:
                 continue
-            self.emit(depth, f"for _t{axis} in range({size}):")
+            span = x_range if axis == "x" and x_range else size
+            self.emit(depth, f"for _t{axis} in range({span}):")
             depth += 1
         if flat:
             self.emit(depth, "_t = (_tz * _BY + _ty) * _BX + _tx")
         return depth
 
+    def _local_x(self, e: ir.Expr) -> bool:
+        """True for ``local_id(0)`` or a variable rematerialized from it."""
+        if isinstance(e, ir.Var):
+            e = self.plan.remat.get(e.name, e)
+        return isinstance(e, ir.Geometry) and e.func == "local_id" and e.dim == 0
+
+    def narrowed(self, p: Phase, depth: int) -> tuple[str, tuple[ir.Stmt, ...]]:
+        """A phase that is one ``if local_id(0) < u`` (or ``== u``), ``u`` uniform, as the
+        range of x its threads take (emitted before the loops) and the if's body; else
+        ``("", statements)``. The threads the condition excludes do nothing, so they are
+        not visited: the halving steps of a tree reduction touch only the live half."""
+        whole = ("", p.stmts)
+        if len(p.stmts) != 1 or (self.kir.block is not None and self.kir.block[0] == 1):
+            return whole
+        s = p.stmts[0]
+        if not (isinstance(s, ir.If) and not s.orelse and isinstance(s.cond, ir.Compare)
+                and s.cond.op in ("lt", "eq") and self._local_x(s.cond.lhs)):
+            return whole
+        bound = s.cond.rhs
+        if is_varying(bound, self.plan.thread_vars) or holds(bound, ir.Load, ir.Atomic):
+            return whole
+        self._tmp += 1
+        u = f"_u{self._tmp}"
+        self.emit(depth, f"{u} = np.int64({self.expr(bound)})")
+        if s.cond.op == "lt":
+            return f"min({u}, _BX)", s.body
+        return f"max({u}, 0), min({u} + 1, _BX)", s.body
+
     def phase(self, p: Phase, depth: int) -> None:
         """One phase: a loop over the threads running its statements."""
         uses = self.plan.uses[p.index]
         flat = self.plan.done_flags or bool(uses & self.plan.arrays)
-        depth = self.thread_loops(depth, flat)
+        x_range, stmts = self.narrowed(p, depth)
+        depth = self.thread_loops(depth, flat, x_range)
         if self.plan.done_flags:
             self.emit(depth, "if _done[_t]:")
             self.emit(depth + 1, "continue")
         if any(isinstance(s, (ir.While, ir.ForRange)) and holds(s.body, ir.Return)
-               for s in nodes_in(p.stmts)):
+               for s in nodes_in(stmts)):
             self.emit(depth, "_ret = False")
         self.in_thread = True
         for name in self.plan.preamble(p):
             self.emit(depth, f"{self.name_of(name)} = {self.expr(self.plan.remat[name])}")
-        self.block(p.stmts, depth)
+        self.block(stmts, depth)
         self.in_thread = False
 
     def items(self, items: list[Item], depth: int) -> None:
@@ -215,7 +247,7 @@ class RawRenderer(FunctionRenderer):
         """The ``k_block`` function."""
         fn, block = self.fn, self.kir.block
         scratch = [name for name, _ in self.scratch()]
-        self.emit(0, "@njit(**_OPT)")
+        self.emit(0, "@njit(inline=\"always\", **_OPT)")
         self.emit(0, f"def k_block(_b, {', '.join(_GEOMETRY_NAMES)}, "
                      f"{', '.join([*scratch, *arg_names(fn)])}):")
         if block is not None:
