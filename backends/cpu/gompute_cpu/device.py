@@ -24,12 +24,12 @@ from gompute_core.backend import (
     ImmediateStream,
     Stream,
 )
-from gompute_core.backend.args import ArgBuffer
+from gompute_core.backend.args import ArgBuffer, RawArgBuffer
 from gompute_core.errors import ModuleLoadFailed
 from gompute_core.ir.kernel import KernelIR
 
 from .params import HostParams
-from .program import CpuEntry
+from .program import CpuEntry, RawEntry
 
 
 class CpuBuffer(Buffer):
@@ -74,7 +74,7 @@ class CpuDevice(Device):
     """The host CPU as a Gompute device (ordinal 0)."""
 
     backend = "cpu"
-    capabilities = frozenset({"host_memory", "streams", "events"})
+    capabilities = frozenset({"host_memory", "streams", "events", "f64_atomics"})
     packs_arguments = False
     ordinal = 0
     dlpack_device_type = 1  # kDLCPU: buffers export DLPack and the array interface
@@ -94,6 +94,16 @@ class CpuDevice(Device):
             raise ModuleLoadFailed(f"the CPU backend loads 'python' artifacts, not "
                                    f"{artifact.format!r}")
         return CpuEntry(kernel, load_module(artifact.image.decode()), args)
+
+    def _load_raw(self, artifact: Artifact, kernel: KernelIR,
+                  args: RawArgBuffer) -> Callable[[tuple[int, int, int], tuple[int, int, int],
+                                                    int, Stream], None]:
+        from .compiler import load_module
+
+        if artifact.format != "python":
+            raise ModuleLoadFailed(f"the CPU backend loads 'python' artifacts, not "
+                                   f"{artifact.format!r}")
+        return RawEntry(kernel, load_module(artifact.image.decode()), args)
 
     def host_array(self, buf: CpuBuffer, dtype: np.dtype) -> np.ndarray:
         """``buf``'s memory as an array of ``dtype`` (what the compiled loops take)."""

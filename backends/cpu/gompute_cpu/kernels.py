@@ -175,8 +175,13 @@ def render_module(kir: KernelIR) -> str:
         loops = _move_loops(kir)
     else:
         loops = _map_loops(kir, P)
+    return assemble(kir, helpers, [*fn_sources, loops])
+
+
+def assemble(kir: KernelIR, helpers: set[tuple[str, ScalarType]], parts: list[str]) -> str:
+    """The module's text: the header, the ``helpers`` the renderers asked for, ``parts``."""
     helper_defs = [helper_source(op, t) for op, t in sorted(helpers, key=lambda h: (
         h[0], np.dtype(h[1]).str))]
-    parts = [_HEADER.format(name=kir.name, kind=kir.kind, digest=kir.digest()),
-             *helper_defs, *fn_sources, loops]
-    return "\n\n".join(p.rstrip("\n") + "\n" for p in parts)
+    texts = [_HEADER.format(name=kir.name, kind=kir.kind, digest=kir.digest()),
+             *helper_defs, *parts]
+    return "\n\n".join(p.rstrip("\n") + "\n" for p in texts)

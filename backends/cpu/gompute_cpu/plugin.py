@@ -23,7 +23,7 @@ if TYPE_CHECKING:  # annotations only: discovery must stay light (no NumPy)
     from gompute_core.ir.kernel import KernelIR
 
 NAME = "cpu"
-KINDS = ("map", "map_to", "zip", "map_indexed", "reduce", "gather", "scatter")
+KINDS = ("map", "map_to", "zip", "map_indexed", "reduce", "gather", "scatter", "raw")
 """The kinds this backend runs (named here, not taken from the core: a kind the core adds
 later is not claimed until this backend implements it)."""
 
@@ -68,6 +68,10 @@ class CpuCompiler(Compiler):
 
     def render(self, kernel: KernelIR, arch: str) -> str:
         """The complete Python module (``Unsupported`` for f16)."""
+        if kernel.kind == "raw":
+            from .raw import render_raw_module
+
+            return render_raw_module(kernel)
         from .kernels import render_module
 
         return render_module(kernel)

@@ -1,4 +1,5 @@
-"""A loaded CPU kernel: the launcher the core's ``KernelProgram`` calls.
+"""A loaded CPU kernel: the launcher the core's ``KernelProgram`` calls (and a raw
+kernel's, :class:`RawEntry`).
 
 Below ``GOMPUTE_CPU_PARALLEL_THRESHOLD`` elements (default 2**17, the
 crossover measured on a 2-core host: a ``prange`` loop costs about a
@@ -18,13 +19,18 @@ import numba
 import numpy as np
 from numba import types as nbt
 
-from gompute_core.backend import ArgBuffer, Stream
+from gompute_core.backend import ArgBuffer, RawArgBuffer, Stream
 from gompute_core.errors import CompileFailed, InvalidArgument
 from gompute_core.ir.kernel import KernelIR
+from gompute_core.ir.nodes import PointerType, StructType
 
 from .params import HostParams
 
 DEFAULT_PARALLEL_THRESHOLD = 1 << 17
+RAW_WORK_PER_THREAD = 64
+"""A raw kernel's thread counts as this many elements against the threshold: it usually
+does more than one element's work (a grid-stride loop, a tree step), and starting the
+threaded block loop costs about 1 us more than the serial one (measured, 2 cores)."""
 
 _ROLES = {"map": ("T",), "map_indexed": ("T",), "map_to": ("In", "Out"),
           "zip": ("A", "B", "Out"), "reduce": ("T", "T"), "gather": ("T", "Idx", "T"),
@@ -103,3 +109,56 @@ class CpuEntry:
             fn(*values)
         else:
             fn(*values, *self.args.params)
+
+
+class RawEntry:
+    """A loaded raw kernel (:mod:`.raw`): calling it launches ``grid`` blocks of ``block``
+    threads with ``args``'s values (signature order; the params leaves spliced in where
+    the record sits). Blocks run threaded (``k_parallel``, one contiguous range of blocks
+    per numba thread) when there are several blocks, more than one numba thread, and at
+    least ``GOMPUTE_CPU_PARALLEL_THRESHOLD / RAW_WORK_PER_THREAD`` threads in all (2048
+    by default); serially otherwise."""
+
+    def __init__(self, kernel: KernelIR, module: Any, args: RawArgBuffer) -> None:
+        self.kernel = kernel
+        self.module = module
+        self.args = args
+        self.threshold = parallel_threshold() // RAW_WORK_PER_THREAD
+        fn = kernel.functions[-1]
+        self._params_at = -1
+        """Where the params leaves go among the values (-1: the kernel takes no params)."""
+        for position, (_, t) in enumerate(fn.args):
+            if isinstance(t, StructType):
+                self._params_at = position
+        self._compile(fn)
+
+    def _compile(self, fn: Any) -> None:
+        """Compile (or load from numba's cache) the serial entry point."""
+        arg_types: list[Any] = []
+        for _, t in fn.args:
+            if isinstance(t, PointerType):
+                arg_types.append(_array_type(np.dtype(t.elem)))
+            elif isinstance(t, StructType):
+                arg_types.extend(numba.typeof(a) for a in HostParams(self.kernel).example())
+            else:
+                arg_types.append(numba.typeof(np.dtype(t).type(0)))
+        try:
+            self.module.k_serial.compile((*[nbt.int64] * 7, *arg_types))
+        except Exception as exc:
+            path = getattr(self.module, "__file__", "?")
+            raise CompileFailed(f"numba could not compile raw kernel {self.kernel.name!r} "
+                                f"(rendered source {path}): {exc}") from exc
+
+    def __call__(self, grid: tuple[int, int, int], block: tuple[int, int, int],
+                 shared_bytes: int, stream: Stream) -> None:
+        values = self.args.values
+        if self._params_at >= 0:
+            at = self._params_at
+            values = (*values[:at], *(self.args.params or ()), *values[at:])
+        blocks = grid[0] * grid[1] * grid[2]
+        threads = thread_count()
+        if blocks > 1 and threads > 1 and blocks * block[0] * block[1] * block[2] >= \
+                self.threshold:
+            self.module.k_parallel(*grid, *block, min(blocks, threads), *values)
+        else:
+            self.module.k_serial(*grid, *block, 1, *values)

@@ -133,8 +133,13 @@ class FunctionRenderer(Visitor):
     def visit_Const(self, e: ir.Const) -> str:
         return const(e.value, e.type)
 
+    def name_of(self, name: str) -> str:
+        """Rendered storage of the scalar IR variable ``name`` (a subclass may keep some
+        variables elsewhere, e.g. one slot per thread)."""
+        return var(name)
+
     def visit_Var(self, e: ir.Var) -> str:
-        return var(e.name)
+        return self.name_of(e.name)
 
     def visit_Field(self, e: ir.Field) -> str:
         (leaf,) = self.flatten(e)
@@ -231,7 +236,7 @@ class FunctionRenderer(Visitor):
             for name, value in zip(leaf_names(s.name, t), self.flatten(s.value), strict=True):
                 self.emit(depth, f"{name} = {value}")
         else:
-            self.emit(depth, f"{var(s.name)} = {self.expr(s.value)}")
+            self.emit(depth, f"{self.name_of(s.name)} = {self.expr(s.value)}")
 
     def visit_If(self, s: ir.If, depth: int) -> None:
         self.emit(depth, f"if {self.expr(s.cond)}:")
@@ -240,7 +245,8 @@ class FunctionRenderer(Visitor):
             self.emit(depth, "else:")
             self.block(s.orelse, depth + 1)
 
-    def visit_ForRange(self, s: ir.ForRange, depth: int) -> None:
+    def for_header(self, s: ir.ForRange, depth: int) -> int:
+        """Emit the header of ``s`` (and its loop variable's assignment); the body's depth."""
         self._tmp += 1
         k = f"_k{self._tmp}"
         bounds = ", ".join(f"np.int64({self.expr(x)})" for x in (s.start, s.stop, s.step))
@@ -248,8 +254,11 @@ class FunctionRenderer(Visitor):
             self.emit(depth, f"if {self.expr(s.step)} != {const(0, s.step.type)}:")
             depth += 1
         self.emit(depth, f"for {k} in range({bounds}):")
-        self.emit(depth + 1, f"{var(s.var)} = {tname(self.types[s.var])}({k})")
-        self.block(s.body, depth + 1)
+        self.emit(depth + 1, f"{self.name_of(s.var)} = {tname(self.types[s.var])}({k})")
+        return depth + 1
+
+    def visit_ForRange(self, s: ir.ForRange, depth: int) -> None:
+        self.block(s.body, self.for_header(s, depth))
 
     def visit_While(self, s: ir.While, depth: int) -> None:
         self.emit(depth, f"while {self.expr(s.cond)}:")

@@ -1,0 +1,288 @@
+"""Loop fission of a raw kernel's body: which statements run once per block, which once
+per thread, and where the per-thread loops are split.
+
+A block's threads run as plain loops on one CPU thread (the way PoCL and
+KernelAbstractions.jl run work-groups): the body becomes a tree of *block
+statements*, run once per block, and *phases*, runs of statements executed by
+a loop over the block's threads. A phase ends at every ``barrier()`` (all
+threads finish the statements before it, then all start the ones after it,
+which is what a barrier guarantees) and at every other block statement.
+
+Block statements (everything else is thread code):
+
+* ``barrier()``;
+* a loop holding a barrier (its condition is uniform: the frontend rejects a
+  barrier under thread-dependent control), and an ``if`` with a uniform
+  condition holding a block statement; their bodies are split recursively;
+* an assignment to a *block variable*: a local that is uniform
+  (:func:`gompute_core.ir.uniformity.varying_names`) and never assigned in
+  thread code, so one scalar per block holds it (``step //= 2`` of a tree
+  reduction must run once per block, not once per thread);
+* ``return``, ``break`` and ``continue`` outside thread code (a uniform
+  ``return`` ends the whole block).
+
+A block assignment whose value reads no memory moves up past the thread
+statements before it that do not mention its variable, so that
+``stride = grid_dim(0) * block_dim(0)`` between thread statements does not
+split a phase. The other locals (*thread variables*) live in one scalar
+while a thread runs a phase; one used in several phases, or in a phase that a
+block loop repeats, gets one slot per thread (an array the block's phases
+share), except a *rematerialized* one: assigned once, at the top level, from
+launch geometry, constants and values that never change afterwards
+(``lid = local_id(0)``), it is computed again at the start of each later
+phase that reads it instead of being stored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field, fields
+from typing import TypeAlias
+
+from gompute_core.errors import Unsupported
+from gompute_core.ir import nodes as ir
+from gompute_core.ir.uniformity import is_varying, varying_names
+
+_LOOPS = (ir.While, ir.ForRange)
+
+
+@dataclass
+class Phase:
+    """A run of thread statements executed by a loop over the block's threads."""
+
+    index: int
+    stmts: tuple[ir.Stmt, ...]
+    repeated: bool
+    """True inside a loop held at block level (the phase runs several times per block)."""
+
+
+@dataclass
+class BlockIf:
+    """An ``if`` with a uniform condition run once per block, its branches split."""
+
+    stmt: ir.If
+    body: list[Item]
+    orelse: list[Item]
+
+
+@dataclass
+class BlockLoop:
+    """A loop holding a barrier, run once per block, its body split."""
+
+    stmt: ir.While | ir.ForRange
+    body: list[Item]
+
+
+Item: TypeAlias = Phase | BlockIf | BlockLoop | ir.Stmt
+"""One element of a block-level statement list (the other statements: an assignment to a
+block variable, ``barrier()``, ``return``, ``break``, ``continue``)."""
+
+
+def nodes_in(obj: object) -> Iterator[object]:
+    """``obj`` and every IR node below it (expressions and statements, depth first)."""
+    yield obj
+    if isinstance(obj, tuple):
+        for item in obj:
+            yield from nodes_in(item)
+    elif hasattr(obj, "__dataclass_fields__") and not isinstance(
+            obj, (ir.PointerType, ir.SharedType, ir.StructType, ir.ArrayType)):
+        for f in fields(obj):  # type: ignore[arg-type]
+            child = getattr(obj, f.name)
+            if isinstance(child, tuple) or hasattr(child, "__dataclass_fields__"):
+                yield from nodes_in(child)
+
+
+def names_in(obj: object) -> set[str]:
+    """Every variable read or assigned in ``obj`` (an IR node or a tuple of them)."""
+    out: set[str] = set()
+    for node in nodes_in(obj):
+        if isinstance(node, ir.Var):
+            out.add(node.name)
+        elif isinstance(node, ir.Assign):
+            out.add(node.name)
+        elif isinstance(node, ir.ForRange):
+            out.add(node.var)
+    return out
+
+
+def assigned_in(obj: object) -> set[str]:
+    """Every variable assigned in ``obj`` (assignments and ``for`` variables)."""
+    out: set[str] = set()
+    for node in nodes_in(obj):
+        if isinstance(node, ir.Assign):
+            out.add(node.name)
+        elif isinstance(node, ir.ForRange):
+            out.add(node.var)
+    return out
+
+
+def holds(obj: object, *classes: type) -> bool:
+    """True when a node of one of ``classes`` is in ``obj``."""
+    return any(isinstance(node, classes) for node in nodes_in(obj))
+
+
+def _reads_memory(e: ir.Expr) -> bool:
+    return holds(e, ir.Load, ir.Atomic)
+
+
+@dataclass
+class Plan:
+    """The split body of a raw kernel's entry function and where its locals live."""
+
+    fn: ir.Function
+    items: list[Item]
+    phases: list[Phase]
+    thread_vars: frozenset[str]
+    arrays: frozenset[str]
+    """Thread variables kept in one slot per thread."""
+    remat: dict[str, ir.Expr]
+    """Rematerialized thread variables and their values, in definition order."""
+    done_flags: bool
+    """True when a thread's ``return`` must make it skip later phases."""
+    uses: dict[int, set[str]] = field(default_factory=dict)
+    """Variables each phase mentions (by phase index)."""
+
+    def preamble(self, phase: Phase) -> list[str]:
+        """The rematerialized variables ``phase`` reads but does not assign, with their
+        dependencies, in definition order."""
+        assigned = assigned_in(phase.stmts)
+        need: set[str] = set()
+        todo = [n for n in self.uses[phase.index] if n in self.remat and n not in assigned]
+        while todo:
+            name = todo.pop()
+            if name not in need:
+                need.add(name)
+                todo.extend(n for n in names_in(self.remat[name]) if n in self.remat)
+        return [n for n in self.remat if n in need]
+
+
+class _Planner:
+    def __init__(self, fn: ir.Function, kernel: str) -> None:
+        self.fn = fn
+        self.kernel = kernel
+        self.thread: set[str] = set(varying_names(fn))
+        while True:
+            before = len(self.thread)
+            self._mark(fn.body)
+            if len(self.thread) == before:
+                break
+        self.phases: list[Phase] = []
+
+    def is_block(self, s: ir.Stmt) -> bool:
+        if isinstance(s, (ir.Barrier, ir.Return, ir.Break, ir.Continue)):
+            return True
+        if isinstance(s, ir.Assign):
+            return s.name not in self.thread
+        if isinstance(s, _LOOPS):
+            return holds(s.body, ir.Barrier)
+        if isinstance(s, ir.If):
+            if holds(s, ir.Barrier):
+                return True
+            return not is_varying(s.cond, self.thread) and any(
+                self.is_block(c) for c in (*s.body, *s.orelse))
+        return False
+
+    def _mark(self, body: Iterable[ir.Stmt]) -> None:
+        """Grow the thread variables: what thread code assigns, and block assignments of
+        values read from thread variables."""
+        for s in body:
+            if not self.is_block(s):
+                self.thread |= assigned_in(s)
+            elif isinstance(s, ir.Assign):
+                if names_in(s.value) & self.thread:
+                    self.thread.add(s.name)
+            elif isinstance(s, ir.If):
+                self._mark(s.body)
+                self._mark(s.orelse)
+            elif isinstance(s, _LOOPS):
+                self._mark(s.body)
+
+    def _unsupported(self, what: str) -> Unsupported:
+        return Unsupported(f"raw kernel {self.kernel!r} ({self.fn.source}): the CPU backend "
+                           f"cannot run {what}")
+
+    def _check_block_control(self, s: ir.If | ir.While | ir.ForRange) -> None:
+        if isinstance(s, ir.ForRange):
+            exprs: tuple[ir.Expr, ...] = (s.start, s.stop, s.step)
+            if s.var in self.thread:
+                raise self._unsupported(f"the loop over {s.var!r} holding a barrier: the same "
+                                        "variable is assigned in per-thread code")
+        else:
+            exprs = (s.cond,)
+        shared = set().union(*(names_in(e) for e in exprs)) & self.thread
+        if shared:
+            raise self._unsupported(
+                f"the {type(s).__name__.lower()} holding a barrier whose condition reads "
+                f"{sorted(shared)}, assigned in per-thread code (a loop or if without a "
+                "barrier); compute it at the kernel's top level")
+
+    def build(self, body: Iterable[ir.Stmt], repeated: bool) -> list[Item]:
+        items: list[Item] = []
+        run: list[ir.Stmt] = []
+        hoisted: list[ir.Stmt] = []
+
+        def flush() -> None:
+            items.extend(hoisted)
+            hoisted.clear()
+            if run:
+                phase = Phase(len(self.phases), tuple(run), repeated)
+                self.phases.append(phase)
+                items.append(phase)
+                run.clear()
+
+        for s in body:
+            if not self.is_block(s):
+                run.append(s)
+            elif isinstance(s, ir.Assign) and not _reads_memory(s.value) and \
+                    s.name not in names_in(tuple(run)):
+                hoisted.append(s)
+            else:
+                flush()
+                if isinstance(s, ir.If):
+                    self._check_block_control(s)
+                    items.append(BlockIf(s, self.build(s.body, repeated),
+                                         self.build(s.orelse, repeated)))
+                elif isinstance(s, _LOOPS):
+                    self._check_block_control(s)
+                    items.append(BlockLoop(s, self.build(s.body, True)))
+                else:
+                    items.append(s)
+        flush()
+        return items
+
+    def rematerialized(self) -> dict[str, ir.Expr]:
+        counts: dict[str, int] = {}
+        for node in nodes_in(self.fn.body):
+            if isinstance(node, ir.Assign):
+                counts[node.name] = counts.get(node.name, 0) + 1
+            elif isinstance(node, ir.ForRange):
+                counts[node.var] = counts.get(node.var, 0) + 2
+        stable = {name for name, _ in self.fn.args if name not in counts}
+        out: dict[str, ir.Expr] = {}
+        for s in self.fn.body:
+            if not isinstance(s, ir.Assign) or counts[s.name] != 1:
+                continue
+            if s.name not in self.thread:
+                stable.add(s.name)
+            elif not _reads_memory(s.value) and names_in(s.value) <= stable:
+                out[s.name] = s.value
+                stable.add(s.name)
+        return out
+
+
+def plan(fn: ir.Function, kernel: str) -> Plan:
+    """Split ``fn`` (a raw kernel's entry) into block statements and phases."""
+    planner = _Planner(fn, kernel)
+    items = planner.build(fn.body, False)
+    phases = planner.phases
+    remat = planner.rematerialized()
+    uses = {p.index: names_in(p.stmts) for p in phases}
+    in_phases: dict[str, list[Phase]] = {}
+    for p in phases:
+        for name in uses[p.index] & planner.thread:
+            in_phases.setdefault(name, []).append(p)
+    arrays = frozenset(name for name, ps in in_phases.items() if name not in remat and (
+        len(ps) > 1 or ps[0].repeated))
+    returns = any(holds(p.stmts, ir.Return) for p in phases)
+    done = returns and (len(phases) > 1 or any(p.repeated for p in phases))
+    return Plan(fn, items, phases, frozenset(planner.thread), arrays, remat, done, uses)

@@ -1,0 +1,305 @@
+"""A raw kernel rendered for the CPU: a block's threads as loops, blocks in parallel.
+
+The module a raw :class:`~gompute_core.ir.kernel.KernelIR` becomes defines:
+
+* ``k_block(_b, _GX, _GY, _GZ, _BX, _BY, _BZ, <shared and per-thread arrays>, A...)``:
+  one block (flat index ``_b``, x fastest), its body split by :mod:`.fission` into
+  block statements (run once) and phases (each a loop over the block's threads,
+  ``_tx`` fastest; the flat thread index is ``_t``);
+* ``k_serial(_GX, _GY, _GZ, _BX, _BY, _BZ, _chunks, A...)`` and ``k_parallel`` (the
+  same over ``prange``): the blocks in ``_chunks`` contiguous ranges, each range
+  allocating the block's shared arrays and per-thread slots once and reusing them
+  for its blocks (shared memory starts uninitialized on every device anyway).
+
+``A...`` are the kernel's arguments in signature order, a params record as its leaves
+(:mod:`.params`): pointers as 1-D arrays of their element type, scalars as NumPy
+scalars. Geometry: ``local_id(d)`` is ``_tx/_ty/_tz``, ``block_id(d)`` ``_b0/_b1/_b2``
+(from ``_b``), ``block_dim``/``grid_dim`` the launch's, ``global_id(d)`` =
+``block_id(d) * block_dim(d) + local_id(d)``, all ``int64``. A declared block shape
+becomes constants (the launch is checked against it). Loads and stores index the
+arrays directly (2-D shared arrays are flat, row-major); atomics call the hardware
+atomics of :mod:`.atomics`, so blocks running on different cores update global
+memory correctly. A thread's ``return`` ends its iteration of the thread loop
+(``continue``; through a flag out of its own loops), and when later phases exist
+sets its ``_done[_t]`` flag, which every phase checks first.
+"""
+
+from __future__ import annotations
+
+from gompute_core.errors import Unsupported
+from gompute_core.ir import nodes as ir
+from gompute_core.ir.kernel import KernelIR
+from gompute_core.ir.uniformity import is_varying
+from gompute_core.types import ScalarType
+
+from .fission import BlockIf, BlockLoop, Item, Phase, Plan, holds, nodes_in, plan
+from .kernels import assemble
+from .params import is_aggregate
+from .render import FunctionRenderer, arg_names, const, tname, var
+
+_AXES = "xyz"
+_GEOMETRY_NAMES = ("_GX", "_GY", "_GZ", "_BX", "_BY", "_BZ")
+
+
+class RawRenderer(FunctionRenderer):
+    """Renders a raw kernel's entry function as ``k_block`` (see the module docstring)."""
+
+    def __init__(self, kir: KernelIR, helpers: set[tuple[str, ScalarType]]) -> None:
+        fn = kir.functions[-1]
+        super().__init__(fn, helpers)
+        self.kir = kir
+        self.plan: Plan = plan(fn, kir.name)
+        self.atomics: set[str] = set()
+        self.in_thread = False
+        self.loop_depth = 0
+        self.shared = [(name, t) for name, t in fn.locals if isinstance(t, ir.SharedType)]
+
+    # storage -----------------------------------------------------------------------------
+
+    def name_of(self, name: str) -> str:
+        if name in self.plan.arrays:
+            return f"{var(name)}[_t]"
+        return var(name)
+
+    def scratch(self) -> list[tuple[str, str]]:
+        """(name, allocation) of every array a block uses: shared arrays, per-thread slots
+        and the done flags."""
+        out = [(var(n), f"np.empty({t.size}, {tname(t.elem)})") for n, t in self.shared]
+        for name, t in self.fn.locals:
+            if name in self.plan.arrays:
+                out.append((var(name), f"np.empty(_nt, {tname(t)})"))  # type: ignore[arg-type]
+        if self.plan.done_flags:
+            out.append(("_done", "np.zeros(_nt, np.bool_)"))
+        return out
+
+    # expressions -------------------------------------------------------------------------
+
+    def visit_Geometry(self, e: ir.Geometry) -> str:
+        axis = _AXES[e.dim]
+        if e.func == "local_id":
+            return f"_t{axis}"
+        if e.func == "global_id":
+            return f"(_g{e.dim} + _t{axis})"
+        if e.func == "block_id":
+            return f"_b{e.dim}"
+        return f"_{'B' if e.func == 'block_dim' else 'G'}{axis.upper()}"
+
+    def element(self, base: ir.Var, index: tuple[ir.Expr, ...]) -> tuple[str, str]:
+        """(array, flat index) of ``base[index...]`` (2-D shared arrays are row-major)."""
+        t = base.type
+        if isinstance(t, ir.SharedType) and len(index) == 2:
+            flat = f"{self.expr(index[0])} * {t.shape[1]} + {self.expr(index[1])}"
+        else:
+            flat = self.expr(index[0])
+        return var(base.name), flat
+
+    def visit_Load(self, e: ir.Load) -> str:
+        array, index = self.element(e.base, e.index)
+        return f"{array}[{index}]"
+
+    def visit_Atomic(self, e: ir.Atomic) -> str:
+        self.atomics.add(e.op)
+        array, index = self.element(e.base, e.index)
+        values = [self.expr(e.value)] if e.compare is None else \
+            [self.expr(e.compare), self.expr(e.value)]
+        return f"_atomic_{e.op}({array}, {index}, {', '.join(values)})"
+
+    # statements --------------------------------------------------------------------------
+
+    def visit_Store(self, s: ir.Store, depth: int) -> None:
+        array, index = self.element(s.base, s.index)
+        self.emit(depth, f"{array}[{index}] = {self.expr(s.value)}")
+
+    def visit_Evaluate(self, s: ir.Evaluate, depth: int) -> None:
+        self.emit(depth, self.expr(s.value))
+
+    def _unsupported_jump(self, what: str) -> Unsupported:
+        return Unsupported(f"raw kernel {self.kir.name!r} ({self.fn.source}): {what} under "
+                           "thread-dependent control leaves a loop that holds a barrier; "
+                           "the CPU backend (like a GPU) cannot run it")
+
+    def visit_Return(self, s: ir.Return, depth: int) -> None:
+        if not self.in_thread:
+            self.emit(depth, "return")
+            return
+        if self.plan.done_flags:
+            self.emit(depth, "_done[_t] = True")
+        if self.loop_depth:
+            self.emit(depth, "_ret = True")
+            self.emit(depth, "break")
+        else:
+            self.emit(depth, "continue")
+
+    def visit_Break(self, s: ir.Break, depth: int) -> None:
+        if self.in_thread and not self.loop_depth:
+            raise self._unsupported_jump("a break")
+        self.emit(depth, "break")
+
+    def visit_Continue(self, s: ir.Continue, depth: int) -> None:
+        if self.in_thread and not self.loop_depth:
+            raise self._unsupported_jump("a continue")
+        self.emit(depth, "continue")
+
+    def _thread_loop(self, s: ir.While | ir.ForRange, depth: int) -> None:
+        self.loop_depth += 1
+        if isinstance(s, ir.While):
+            super().visit_While(s, depth)
+        else:
+            super().visit_ForRange(s, depth)
+        self.loop_depth -= 1
+        if holds(s.body, ir.Return):
+            self.emit(depth, "if _ret:")
+            self.emit(depth + 1, "break" if self.loop_depth else "continue")
+
+    def visit_While(self, s: ir.While, depth: int) -> None:
+        self._thread_loop(s, depth)
+
+    def visit_ForRange(self, s: ir.ForRange, depth: int) -> None:
+        self._thread_loop(s, depth)
+
+    # phases and block statements ---------------------------------------------------------
+
+    def thread_loops(self, depth: int, flat: bool, x_range: str = "") -> int:
+        """Emit the loops over the block's threads (x fastest; ``x_range`` narrows x);
+        the body's depth."""
+        block = self.kir.block
+        for axis in reversed(_AXES):
+            size = f"_B{axis.upper()}"
+            if block is not None and block[_AXES.index(axis)] == 1:
+                continue
+            span = x_range if axis == "x" and x_range else size
+            self.emit(depth, f"for _t{axis} in range({span}):")
+            depth += 1
+        if flat:
+            self.emit(depth, "_t = (_tz * _BY + _ty) * _BX + _tx")
+        return depth
+
+    def _local_x(self, e: ir.Expr) -> bool:
+        """True for ``local_id(0)`` or a variable rematerialized from it."""
+        if isinstance(e, ir.Var):
+            e = self.plan.remat.get(e.name, e)
+        return isinstance(e, ir.Geometry) and e.func == "local_id" and e.dim == 0
+
+    def narrowed(self, p: Phase, depth: int) -> tuple[str, tuple[ir.Stmt, ...]]:
+        """A phase that is one ``if local_id(0) < u`` (or ``== u``), ``u`` uniform, as the
+        range of x its threads take (emitted before the loops) and the if's body; else
+        ``("", statements)``. The threads the condition excludes do nothing, so they are
+        not visited: the halving steps of a tree reduction touch only the live half."""
+        whole = ("", p.stmts)
+        if len(p.stmts) != 1 or (self.kir.block is not None and self.kir.block[0] == 1):
+            return whole
+        s = p.stmts[0]
+        if not (isinstance(s, ir.If) and not s.orelse and isinstance(s.cond, ir.Compare)
+                and s.cond.op in ("lt", "eq") and self._local_x(s.cond.lhs)):
+            return whole
+        bound = s.cond.rhs
+        if is_varying(bound, self.plan.thread_vars) or holds(bound, ir.Load, ir.Atomic):
+            return whole
+        self._tmp += 1
+        u = f"_u{self._tmp}"
+        self.emit(depth, f"{u} = np.int64({self.expr(bound)})")
+        if s.cond.op == "lt":
+            return f"min({u}, _BX)", s.body
+        return f"max({u}, 0), min({u} + 1, _BX)", s.body
+
+    def phase(self, p: Phase, depth: int) -> None:
+        """One phase: a loop over the threads running its statements."""
+        uses = self.plan.uses[p.index]
+        flat = self.plan.done_flags or bool(uses & self.plan.arrays)
+        x_range, stmts = self.narrowed(p, depth)
+        depth = self.thread_loops(depth, flat, x_range)
+        if self.plan.done_flags:
+            self.emit(depth, "if _done[_t]:")
+            self.emit(depth + 1, "continue")
+        if any(isinstance(s, (ir.While, ir.ForRange)) and holds(s.body, ir.Return)
+               for s in nodes_in(stmts)):
+            self.emit(depth, "_ret = False")
+        self.in_thread = True
+        for name in self.plan.preamble(p):
+            self.emit(depth, f"{self.name_of(name)} = {self.expr(self.plan.remat[name])}")
+        self.block(stmts, depth)
+        self.in_thread = False
+
+    def items(self, items: list[Item], depth: int) -> None:
+        """Render block-level items (``pass`` when none emits a line)."""
+        start = len(self.lines)
+        for item in items:
+            if isinstance(item, Phase):
+                self.phase(item, depth)
+            elif isinstance(item, BlockIf):
+                self.emit(depth, f"if {self.expr(item.stmt.cond)}:")
+                self.items(item.body, depth + 1)
+                if item.orelse:
+                    self.emit(depth, "else:")
+                    self.items(item.orelse, depth + 1)
+            elif isinstance(item, BlockLoop):
+                if isinstance(item.stmt, ir.While):
+                    self.emit(depth, f"while {self.expr(item.stmt.cond)}:")
+                    self.items(item.body, depth + 1)
+                else:
+                    self.items(item.body, self.for_header(item.stmt, depth))
+            elif not isinstance(item, ir.Barrier):  # a barrier only ends a phase
+                self.visit(item, depth)
+        if len(self.lines) == start:
+            self.emit(depth, "pass")
+
+    def render_block(self) -> str:
+        """The ``k_block`` function."""
+        fn, block = self.fn, self.kir.block
+        scratch = [name for name, _ in self.scratch()]
+        self.emit(0, "@njit(inline=\"always\", **_OPT)")
+        self.emit(0, f"def k_block(_b, {', '.join(_GEOMETRY_NAMES)}, "
+                     f"{', '.join([*scratch, *arg_names(fn)])}):")
+        if block is not None:
+            for axis, size in zip(_AXES, block, strict=True):
+                self.emit(1, f"_B{axis.upper()} = np.int64({size})")
+        self.emit(1, "_b0 = _b % _GX")
+        self.emit(1, "_b1 = (_b // _GX) % _GY")
+        self.emit(1, "_b2 = _b // (_GX * _GY)")
+        for d, axis in enumerate(_AXES):
+            self.emit(1, f"_g{d} = _b{d} * _B{axis.upper()}")
+            if block is not None and block[d] == 1:
+                self.emit(1, f"_t{axis} = np.int64(0)")
+        if self.plan.done_flags:
+            self.emit(1, "_done[:] = False")
+        if any(holds(p.stmts, ir.Return) for p in self.plan.phases):
+            self.emit(1, "_ret = False")
+        for name, t in fn.locals:
+            if not isinstance(t, ir.SharedType) and name not in self.plan.arrays:
+                if is_aggregate(t):
+                    raise Unsupported(f"{fn.source}: a params-record local in a raw kernel")
+                self.emit(1, f"{var(name)} = {const(0, t)}")  # type: ignore[arg-type]
+        self.items(self.plan.items, 1)
+        return "\n".join(self.lines) + "\n"
+
+    def render_entries(self) -> str:
+        """``k_serial`` and ``k_parallel``: the blocks in chunks, scratch arrays per chunk."""
+        geometry = ", ".join(_GEOMETRY_NAMES)
+        args = ", ".join(arg_names(self.fn))
+        scratch = self.scratch()
+        allocs = "".join(f"        {name} = {alloc}\n" for name, alloc in scratch)
+        call = ", ".join(["_b", geometry, *(n for n, _ in scratch), *([args] if args else [])])
+        out = []
+        for name, opts, loop in (("k_serial", "_OPT", "range"),
+                                 ("k_parallel", "_PAR", "prange")):
+            out.append(
+                f"@njit(**{opts})\ndef {name}({geometry}, _chunks{', ' if args else ''}{args}):\n"
+                f"    _nb = _GX * _GY * _GZ\n    _nt = _BX * _BY * _BZ\n"
+                f"    for _c in {loop}(_chunks):\n{allocs}"
+                f"        for _b in range(_c * _nb // _chunks, (_c + 1) * _nb // _chunks):\n"
+                f"            k_block({call})\n")
+        return "\n\n".join(out)
+
+
+def render_raw_module(kir: KernelIR) -> str:
+    """The complete Python module of the raw kernel ``kir`` (``Unsupported`` for f16 or a
+    construct the CPU cannot run, naming the kernel)."""
+    helpers: set[tuple[str, ScalarType]] = set()
+    sources = [FunctionRenderer(fn, helpers).render() for fn in kir.functions[:-1]]
+    renderer = RawRenderer(kir, helpers)
+    block = renderer.render_block()
+    entries = renderer.render_entries()
+    imports = [f"from gompute_cpu.atomics import atomic_{op} as _atomic_{op}"
+               for op in sorted(renderer.atomics)]
+    parts = ["\n".join(imports)] if imports else []
+    return assemble(kir, helpers, [*parts, *sources, block, entries])

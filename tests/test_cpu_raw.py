@@ -1,0 +1,313 @@
+"""CPU raw kernels: loop fission at barriers, per-thread values across them, blocks in
+parallel with real atomics, early returns, block shapes known only at launch, params
+spliced among the arguments; each against NumPy. (Every backend's raw conformance tier
+is in ``gompute_core.testing.test_raw``.)"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from gompute_cpu.fission import plan
+
+import gompute_core as g
+from gompute_core.errors import Unsupported
+
+B = g.builtins
+BLOCK = 256
+TILE = 16
+
+
+@g.raw_kernel(block=BLOCK)
+def cpu_block_sum(data: g.GlobalPtr[g.f32], n: g.u64, out: g.GlobalPtr[g.f32]):
+    s = B.shared_array(g.f32, BLOCK)
+    lid = B.local_id(0)
+    acc = g.f32(0)
+    i = B.global_id(0)
+    stride = B.grid_dim(0) * B.block_dim(0)
+    while i < n:
+        acc += data[i]
+        i += stride
+    s[lid] = acc
+    B.barrier()
+    step = B.block_dim(0) // 2
+    while step > 0:
+        if lid < step:
+            s[lid] += s[lid + step]
+        B.barrier()
+        step //= 2
+    if lid == 0:
+        out[B.block_id(0)] = s[0]
+
+
+@g.raw_kernel(block=128)
+def cpu_scan(data: g.GlobalPtr[g.f64], n: g.u64, out: g.GlobalPtr[g.f64]):
+    """Hillis-Steele inclusive scan per block: ``add`` is read before a barrier and used
+    after it, and ``v`` scaled after a barrier, so both live across barriers per thread."""
+    s = B.shared_array(g.f64, 128)
+    lid = B.local_id(0)
+    i = B.global_id(0)
+    v = g.f64(0)
+    if i < n:
+        v = data[i]
+    s[lid] = v
+    B.barrier()
+    offset = 1
+    while offset < B.block_dim(0):
+        add = g.f64(0)
+        if lid >= offset:
+            add = s[lid - offset]
+        B.barrier()
+        s[lid] += add
+        B.barrier()
+        offset *= 2
+    if i < n:
+        out[i] = s[lid] + v * 0.5
+
+
+@g.raw_kernel(block=(TILE, TILE))
+def cpu_transpose(src: g.GlobalPtr[g.f32], dst: g.GlobalPtr[g.f32], rows: g.i64,
+                  cols: g.i64):
+    tile = B.shared_array(g.f32, (TILE, TILE + 1))
+    x = B.block_id(0) * TILE + B.local_id(0)
+    y = B.block_id(1) * TILE + B.local_id(1)
+    if x < cols and y < rows:
+        tile[B.local_id(1), B.local_id(0)] = src[y * cols + x]
+    B.barrier()
+    ox = B.block_id(1) * TILE + B.local_id(0)
+    oy = B.block_id(0) * TILE + B.local_id(1)
+    if ox < rows and oy < cols:
+        dst[oy * rows + ox] = tile[B.local_id(0), B.local_id(1)]
+
+
+@g.raw_kernel(block=BLOCK)
+def cpu_histogram(values: g.GlobalPtr[g.u8], n: g.u64, bins: g.GlobalPtr[g.u32]):
+    """Shared atomics per block, then one global atomic per bin and block."""
+    local = B.shared_array(g.u32, 256)
+    lid = B.local_id(0)
+    local[lid] = 0
+    B.barrier()
+    i = B.global_id(0)
+    stride = B.grid_dim(0) * B.block_dim(0)
+    while i < n:
+        B.atomic_add(local, g.i64(values[i]), 1)
+        i += stride
+    B.barrier()
+    B.atomic_add(bins, lid, local[lid])
+
+
+@g.raw_kernel
+def cpu_f64_total(values: g.GlobalPtr[g.f64], n: g.u64, total: g.GlobalPtr[g.f64]):
+    """Every thread adds its element to one cell (f64 atomics, contended by all blocks)."""
+    i = B.global_id(0)
+    if i < n:
+        B.atomic_add(total, 0, values[i])
+
+
+@g.raw_kernel(block=64)
+def cpu_early_return(data: g.GlobalPtr[g.i32], n: g.u64, out: g.GlobalPtr[g.i32]):
+    i = B.global_id(0)
+    if i >= n:
+        return
+    out[i] = data[i] * 3 + 1
+
+
+@g.raw_kernel(block=64)
+def cpu_return_then_phase(data: g.GlobalPtr[g.i32], n: g.u64, out: g.GlobalPtr[g.i32]):
+    """A thread's return in a loop, then a uniform load that starts a new phase: the
+    returned threads must stay done in the later phase."""
+    i = B.global_id(0)
+    k = 0
+    while k < 4:
+        if i + k >= n:
+            return
+        k += 1
+    first = data[0]
+    out[i] = data[i] + first
+
+
+@g.raw_kernel
+def cpu_reverse3d(data: g.GlobalPtr[g.i32], out: g.GlobalPtr[g.i32]):
+    """Reverse each block's elements through shared memory; the block shape (3-D) is known
+    only at launch."""
+    s = B.shared_array(g.i32, 1024)
+    nt = B.block_dim(0) * B.block_dim(1) * B.block_dim(2)
+    t = (B.local_id(2) * B.block_dim(1) + B.local_id(1)) * B.block_dim(0) + B.local_id(0)
+    b = (B.block_id(2) * B.grid_dim(1) + B.block_id(1)) * B.grid_dim(0) + B.block_id(0)
+    s[t] = data[b * nt + t]
+    B.barrier()
+    out[b * nt + t] = s[nt - 1 - t]
+
+
+@g.raw_kernel(block=32)
+def cpu_uniform_if(data: g.GlobalPtr[g.i32], mode: g.i32, out: g.GlobalPtr[g.i32]):
+    """A barrier under a uniform ``if``, a uniform ``return`` ending the whole block."""
+    s = B.shared_array(g.i32, 32)
+    lid = B.local_id(0)
+    i = B.global_id(0)
+    if mode == 0:
+        return
+    if mode > 1:
+        s[lid] = data[i]
+        B.barrier()
+        out[i] = s[31 - lid]
+    else:
+        out[i] = -data[i]
+
+
+@g.params
+class Shift:
+    add: g.i32
+    mul: g.Array[g.i32, 2]
+
+
+@g.raw_kernel(block=32)
+def cpu_params_middle(data: g.GlobalPtr[g.i32], p: Shift, n: g.u64, out: g.GlobalPtr[g.i32]):
+    i = B.global_id(0)
+    if i < n:
+        out[i] = data[i] * p.mul[i % 2] + p.add
+
+
+@g.raw_kernel(block=32)
+def cpu_uniform_in_thread_loop(out: g.GlobalPtr[g.i32]):
+    """``k`` is uniform but assigned in a loop that stores, so it lives per thread; a loop
+    holding a barrier then reads it as its condition."""
+    k = 0
+    for q in range(3):
+        out[B.global_id(0)] = q
+        k += 1
+    while k > 0:
+        B.barrier()
+        k -= 1
+
+
+def _raw(kernel: object) -> g.RawKernel:
+    return g.RawKernel(kernel, "cpu")
+
+
+@pytest.fixture(params=["serial", "parallel"])
+def mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Run serially (threshold above any launch) or with blocks in parallel (threshold 0)."""
+    monkeypatch.setenv("GOMPUTE_CPU_PARALLEL_THRESHOLD",
+                       "0" if request.param == "parallel" else str(1 << 40))
+    return str(request.param)
+
+
+@pytest.mark.parametrize(("n", "grid"), [(1, 1), (1000, 3), (100_003, 7), (70_001, 300)])
+def test_block_sum(mode: str, n: int, grid: int) -> None:
+    data = np.random.default_rng(n).uniform(-1, 1, n).astype(np.float32)
+    out = np.zeros(grid, np.float32)
+    _raw(cpu_block_sum).launch(grid, BLOCK, [data, n, out])
+    assert out.sum(dtype=np.float64) == pytest.approx(data.sum(dtype=np.float64), abs=1e-2)
+    # each block's partial is its grid-stride slice
+    stride = grid * BLOCK
+    for b in (0, grid - 1):
+        idx = np.arange(n)
+        mine = data[(idx % stride) // BLOCK == b]
+        assert out[b] == pytest.approx(mine.sum(dtype=np.float64), abs=1e-3)
+
+
+@pytest.mark.parametrize("n", [1, 127, 128, 1000, 40_001])
+def test_scan_keeps_per_thread_values_across_barriers(mode: str, n: int) -> None:
+    data = np.random.default_rng(n).integers(-50, 50, n).astype(np.float64)
+    out = np.full(n, np.nan)
+    blocks = -(-n // 128)
+    _raw(cpu_scan).launch(blocks, 128, [data, n, out])
+    padded = np.zeros(blocks * 128)
+    padded[:n] = data
+    want = np.cumsum(padded.reshape(blocks, 128), axis=1).reshape(-1)[:n] + data * 0.5
+    np.testing.assert_array_equal(out, want)
+
+
+def test_scan_plan_keeps_only_crossing_values_per_thread() -> None:
+    """``add`` crosses a barrier (a slot per thread); ``lid``/``i`` are recomputed from
+    the geometry; ``v`` crosses barriers too; the loop counter is one per block."""
+    p = plan(cpu_scan.lower().functions[-1], "cpu_scan")
+    assert p.arrays == {"add", "v"}
+    assert set(p.remat) == {"lid", "i"}
+    assert "offset" not in p.thread_vars
+    p = plan(cpu_block_sum.lower().functions[-1], "cpu_block_sum")
+    assert p.arrays == frozenset()  # acc and i stay scalars in the hot loop
+    assert {"step", "stride"}.isdisjoint(p.thread_vars)
+
+
+@pytest.mark.parametrize(("rows", "cols"), [(1, 1), (16, 16), (37, 53), (300, 129)])
+def test_transpose_2d_grid(mode: str, rows: int, cols: int) -> None:
+    src = np.random.default_rng(rows * cols).standard_normal((rows, cols)).astype(np.float32)
+    dst = np.zeros((cols, rows), np.float32)
+    grid = (-(-cols // TILE), -(-rows // TILE))
+    _raw(cpu_transpose).launch(grid, (TILE, TILE), [src.reshape(-1), dst.reshape(-1), rows,
+                                                    cols])
+    np.testing.assert_array_equal(dst, src.T)
+
+
+def test_histogram_atomics_contend_across_parallel_blocks(mode: str) -> None:
+    n = 1_000_003
+    values = np.random.default_rng(7).integers(0, 256, n).astype(np.uint8)
+    values[::3] = 42  # one hot bin: every block hits it
+    bins = np.zeros(256, np.uint32)
+    raw = _raw(cpu_histogram)
+    for _ in range(3):
+        raw.launch(512, BLOCK, [values, n, bins])
+    np.testing.assert_array_equal(bins, 3 * np.bincount(values, minlength=256))
+
+
+def test_f64_atomic_add_from_every_thread(mode: str) -> None:
+    n = 200_001
+    values = np.arange(n, dtype=np.float64)  # integers: exact in any order
+    total = np.zeros(1)
+    _raw(cpu_f64_total).launch(-(-n // 128), 128, [values, n, total])
+    assert total[0] == values.sum()
+
+
+@pytest.mark.parametrize("n", [1, 63, 64, 1001])
+def test_early_return_without_barrier(mode: str, n: int) -> None:
+    data = np.arange(n, dtype=np.int32) - 7
+    out = np.full(n + 5, -99, np.int32)
+    _raw(cpu_early_return).launch(-(-n // 64) + 1, 64, [data, n, out])
+    np.testing.assert_array_equal(out[:n], data * 3 + 1)
+    assert (out[n:] == -99).all()
+
+
+def test_return_in_a_loop_keeps_threads_done_in_later_phases(mode: str) -> None:
+    n = 200
+    data = np.arange(n, dtype=np.int32) + 1
+    out = np.full(3 * 64, -1, np.int32)
+    p = plan(cpu_return_then_phase.lower().functions[-1], "cpu_return_then_phase")
+    assert p.done_flags and len(p.phases) == 2
+    _raw(cpu_return_then_phase).launch(3, 64, [data, n, out])
+    want = np.full(3 * 64, -1, np.int32)
+    live = np.arange(3 * 64) + 3 < n  # threads whose i + k < n for k = 0..3
+    want[live] = data[np.arange(3 * 64)[live]] + data[0]
+    np.testing.assert_array_equal(out, want)
+
+
+@pytest.mark.parametrize("block", [(8, 4, 2), (1, 1, 1), (5, 3, 7), (32, 32, 1)])
+def test_block_shape_known_at_launch(mode: str, block: tuple[int, int, int]) -> None:
+    grid = (3, 2, 2)
+    nt, nb = block[0] * block[1] * block[2], 12
+    data = np.arange(nb * nt, dtype=np.int32)
+    out = np.zeros_like(data)
+    _raw(cpu_reverse3d).launch(grid, block, [data, out])
+    np.testing.assert_array_equal(out, data.reshape(nb, nt)[:, ::-1].reshape(-1))
+
+
+@pytest.mark.parametrize("flag", [0, 1, 2])
+def test_barrier_under_uniform_if_and_uniform_return(flag: int) -> None:
+    data = np.arange(96, dtype=np.int32)
+    out = np.full(96, 7, np.int32)
+    _raw(cpu_uniform_if).launch(3, 32, [data, flag, out])
+    want = {0: np.full(96, 7), 1: -data, 2: data.reshape(3, 32)[:, ::-1].reshape(-1)}[flag]
+    np.testing.assert_array_equal(out, want)
+
+
+def test_params_between_arguments(mode: str) -> None:
+    n = 1000
+    data = np.arange(n, dtype=np.int32)
+    out = np.zeros(n, np.int32)
+    _raw(cpu_params_middle).launch(-(-n // 32), 32, [data, Shift(add=5, mul=(2, -3)), n, out])
+    np.testing.assert_array_equal(out, data * np.where(np.arange(n) % 2, -3, 2) + 5)
+
+
+def test_barrier_loop_on_a_per_thread_uniform_value_is_unsupported_by_name() -> None:
+    with pytest.raises(Unsupported, match="cpu_uniform_in_thread_loop.*'k'"):
+        _raw(cpu_uniform_in_thread_loop)
