@@ -9,6 +9,8 @@ import pytest
 from test_frontend_oracle_promise import agrees
 
 import gompute_core as g
+from gompute_core.errors import KernelSyntaxError
+from gompute_core.frontend import lower
 
 I32_MAX = g.i32(2147483647)
 I64_BIG = g.i64(2147483647)
@@ -50,3 +52,36 @@ def test_power_one_half_is_pow_not_sqrt() -> None:
     # sqrt(49509.0) and pow(49509.0, 0.5) differ by one ulp
     b = np.array([49509, 0, 1, 2, 65535], np.uint16)
     agrees("fz_sqrt", square_root, b, b, np.float64)
+
+
+# -- a Python number ** a non-integer Python float (fuzz 1001/4772) ---------------------------
+def python_int_to_the_half(a, b):
+    return g.f64(int(g.i16(a)) ** 0.5)
+
+
+def python_float_power_in_place(a, b):
+    x = float(a)
+    x **= 0.5
+    return x
+
+
+@pytest.mark.parametrize(("fn", "text"), [
+    (python_int_to_the_half, "int(g.i16(a)) ** 0.5"),
+    (python_float_power_in_place, "x **= 0.5"),
+])
+def test_python_number_to_a_fractional_power_is_rejected(fn: object, text: str) -> None:
+    with pytest.raises(KernelSyntaxError, match="is complex for a negative base") as info:
+        lower(fn, [np.int64, np.int64], np.float64, "k")
+    assert f"'{text}'" in str(info.value)
+    assert info.value.lineno is not None
+    assert info.value.lineno > fn.__code__.co_firstlineno  # type: ignore[attr-defined]
+
+
+def real_python_powers(a, b):
+    return float(a) ** 2.0 + 2.0 ** float(b) + g.f64(a) ** 0.5 + float(b) ** -1.0
+
+
+def test_python_number_to_an_integral_or_nonnegative_power_is_accepted() -> None:
+    a = np.array([-3, 0, 4, 9], np.int64)
+    b = np.array([1, -2, 3, 10], np.int64)
+    agrees("fz_real_powers", real_python_powers, a, b, np.float64)

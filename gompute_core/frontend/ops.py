@@ -7,8 +7,11 @@ returns a :class:`Value` whose IR node satisfies the invariants of
 
 from __future__ import annotations
 
+import ast
+import math
 import operator
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -134,6 +137,32 @@ def binary(op: str, a: Value, b: Value) -> Value:
                           "use a float base")
     ty = Ty(t)
     return Value(Binary(op, coerce(a, ty).expr, coerce(b, ty).expr, t))  # type: ignore[arg-type]
+
+
+def power(text: str, a: Value, b: Value) -> Value:
+    """``a ** b`` (``text`` is its source), rejecting a Python number raised to a Python
+    float exponent unless its result is real: Python returns a complex number for a
+    negative base and a non-integer exponent, where the kernel would give NaN."""
+    exponent = b.py if b.is_weak_const else None
+    real = (a.weak in (None, "bool") or b.weak != "float"
+            or (a.is_weak_const and a.py >= 0)  # type: ignore[operator]
+            or (exponent is not None and not (math.isfinite(exponent)  # type: ignore[arg-type]
+                                              and exponent % 1)))  # type: ignore[operator]
+    if not real:
+        raise TypingError(
+            f"'{text}' raises a Python number to a Python float exponent that is not a "
+            "constant integer: Python's result is complex for a negative base, the "
+            "kernel's would be NaN; convert the base to a NumPy float first "
+            "(e.g. g.f64(x) ** 0.5 is NaN for a negative x, as in NumPy)")
+    return binary("pow", a, b)
+
+
+def binary_rule(op: str, node: ast.AST) -> Callable[[Value, Value], Value]:
+    """The typing rule of binary operator ``op`` written as ``node`` (``x op y`` or
+    ``x op= y``): :func:`power` for ``**``, which names the expression, else :func:`binary`."""
+    if op == "pow":
+        return partial(power, ast.unparse(node))
+    return partial(binary, op)
 
 
 def compare(op: str, a: Value, b: Value) -> Value:

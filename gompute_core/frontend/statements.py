@@ -10,7 +10,6 @@ from __future__ import annotations
 import ast
 import builtins
 from collections.abc import Callable, Sequence
-from functools import partial
 from typing import Any
 
 from ..errors import KernelSyntaxError
@@ -135,7 +134,7 @@ def _augassign(ctx: FnContext, node: ast.AugAssign) -> list[Stmt]:
     rhs = _value_or_unresolved(ctx, node.value)
     if current is None or rhs is None:
         return []
-    result = ctx.typing(node, distribute, partial(ops.binary, op), current, rhs)
+    result = ctx.typing(node, distribute, ops.binary_rule(op, node), current, rhs)
     if isinstance(load, ast.Subscript):
         return _store_memory(ctx, node.target, result)  # type: ignore[arg-type]
     return _store(ctx, node, name, result)
