@@ -85,3 +85,36 @@ def test_python_number_to_an_integral_or_nonnegative_power_is_accepted() -> None
     a = np.array([-3, 0, 4, 9], np.int64)
     b = np.array([1, -2, 3, 10], np.int64)
     agrees("fz_real_powers", real_python_powers, a, b, np.float64)
+
+
+# -- a helper's returns of different types (issue 8 review) -----------------------------------
+def u8_or_i32(u, w):
+    if u > 3:
+        return u
+    return w
+
+
+def adds_u8_to_mixed_helper(a, b):
+    return u8_or_i32(a, b) + g.u8(250)
+
+
+def u8_or_zero(u, w):
+    if u > 3:
+        return u
+    return 0
+
+
+def adds_u8_to_helper_with_literal(a, b):
+    return u8_or_zero(a, b) + g.u8(250)
+
+
+def test_helper_returns_of_different_types_are_rejected_at_the_return() -> None:
+    with pytest.raises(KernelSyntaxError, match=r"helper 'u8_or_i32' returns 'u' as u8 here "
+                                                r"but i32 .* g\.i32\(\.\.\.\)") as info:
+        lower(adds_u8_to_mixed_helper, [np.uint8, np.int32], np.int64, "k")
+    assert info.value.lineno == u8_or_i32.__code__.co_firstlineno + 2
+
+
+def test_helper_returning_a_literal_its_type_represents_is_accepted() -> None:
+    a = np.array([10, 2, 255, 4], np.uint8)
+    agrees("fz_helper_literal", adds_u8_to_helper_with_literal, a, a, np.int64)
