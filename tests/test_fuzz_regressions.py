@@ -118,3 +118,26 @@ def test_helper_returns_of_different_types_are_rejected_at_the_return() -> None:
 def test_helper_returning_a_literal_its_type_represents_is_accepted() -> None:
     a = np.array([10, 2, 255, 4], np.uint8)
     agrees("fz_helper_literal", adds_u8_to_helper_with_literal, a, a, np.int64)
+
+
+# -- an integer ** a Python float: NumPy's power ufunc and its fast paths (fuzz 1001/1279) ----
+def integer_fast_path_powers(a, b):
+    return (a ** 0.5) + b + a ** 2.0 + a ** -1.0 + a ** 1.0 + a ** 0.0
+
+
+@pytest.mark.parametrize("t", [np.uint64, np.int64])
+def test_integer_to_a_fast_path_exponent_is_numpys_ufunc(t: type) -> None:
+    # sqrt(14998994886766282282.0) and pow(..., 0.5) differ by one ulp
+    big = 14998994886766282282 if t is np.uint64 else 2**62 + 1
+    a = np.array([big, 49509, 1885296400, 7, 0], t)
+    b = np.array([0.0, -0.0, 1.0, 5e-324, -1.0], np.float64)
+    agrees(f"fz_ufunc_power_{t.__name__}", integer_fast_path_powers, a, b, np.float64)
+
+
+def integer_to_one_and_a_half(a, b):
+    return a ** 1.5
+
+
+def test_integer_to_another_float_exponent_is_rejected() -> None:
+    with pytest.raises(KernelSyntaxError, match=r"'a \*\* 1\.5' mixes types .* g\.f64\(x\)"):
+        lower(integer_to_one_and_a_half, [np.int64, np.int64], np.float64, "k")
