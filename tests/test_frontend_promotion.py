@@ -66,6 +66,8 @@ def test_inferred_type_is_numpy_type(key):
         except KernelSyntaxError as exc:
             if numpy_error is not None:
                 continue
+            if key == "pow" and "power ufunc" in str(exc):
+                continue  # documented: a run-time exponent through NumPy's power ufunc
             bools = a is np.bool_ and (b is np.bool_ or key in ("neg", "abs"))
             assert bools and key in BOOL_ARITH, (key, a, b, exc)
             continue

@@ -127,16 +127,28 @@ def settle_store(v: Operand, local: Ty | None) -> Value:
         ty = join(ty, x.ty)
     target = ty
     for x in leaves:
-        if not (x.ty == target or (x.weak is not None and x.weak == target.weak)
-                or (x.is_weak_const and target.weak is None and _exact(x.py, target))):
-            cast = "g.f64" if target.weak is not None else (
-                "np.bool_" if target.type is np.bool_ else "g." + target.describe())
+        if not stands_for(x, target):
             raise TypingError(
                 f"the alternatives of '{v.text}' have different types ({_describe(v)}); "
                 f"using it as one {target.describe()} value would change what Python "
                 f"computes on one path: convert them to one type explicitly (e.g. "
-                f"{cast}(...) around each)")
+                f"{cast_spelling(target)}(...) around each)")
     return _merge(v, lambda x: coerce(x, target))
+
+
+def stands_for(x: Value, target: Ty) -> bool:
+    """True if ``x`` used as a ``target`` value computes what Python computes with ``x``
+    itself: it has that type (a weak value: that weak kind), or it is a weak constant that
+    the strong ``target`` represents exactly."""
+    return (x.ty == target or (x.weak is not None and x.weak == target.weak)
+            or (x.is_weak_const and target.weak is None and _exact(x.py, target)))
+
+
+def cast_spelling(target: Ty) -> str:
+    """The explicit conversion to suggest for ``target`` (``g.f32``, ``np.bool_``)."""
+    if target.weak is not None:
+        return "g.f64"
+    return "np.bool_" if target.type is np.bool_ else "g." + target.describe()
 
 
 def _exact(py: int | float | bool | None, ty: Ty) -> bool:

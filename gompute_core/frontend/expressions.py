@@ -205,7 +205,7 @@ def _binop(ctx: FnContext, node: ast.BinOp) -> Operand:
         return reject(ctx, node, construct_name(node.op))
     a = lower_operand(ctx, node.left)
     b = lower_operand(ctx, node.right)
-    return ctx.typing(node, distribute, partial(ops.binary, op), a, b)
+    return ctx.typing(node, distribute, ops.binary_rule(op, node), a, b)
 
 
 def _unary_plus(v: Value) -> Value:

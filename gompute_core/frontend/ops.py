@@ -7,14 +7,17 @@ returns a :class:`Value` whose IR node satisfies the invariants of
 
 from __future__ import annotations
 
+import ast
+import math
 import operator
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import numpy as np
 
-from ..ir.nodes import Binary, Cast, Compare, Const, Logical, Not, Unary
-from ..types import f64, i64, is_float, is_int, promote
+from ..ir.nodes import Binary, CallIntrinsic, Cast, Compare, Const, Logical, Not, Unary
+from ..types import ScalarType, f64, i64, is_float, is_int, promote
 from .values import (
     WEAK_REPR,
     Ty,
@@ -134,6 +137,66 @@ def binary(op: str, a: Value, b: Value) -> Value:
                           "use a float base")
     ty = Ty(t)
     return Value(Binary(op, coerce(a, ty).expr, coerce(b, ty).expr, t))  # type: ignore[arg-type]
+
+
+def power(text: str, a: Value, b: Value) -> Value:
+    """``a ** b`` (``text`` is its source), rejecting a Python number raised to a Python
+    float exponent unless its result is real: Python returns a complex number for a
+    negative base and a non-integer exponent, where the kernel would give NaN."""
+    exponent = b.py if b.is_weak_const else None
+    real = (a.weak in (None, "bool") or b.weak != "float"
+            or (a.is_weak_const and a.py >= 0)  # type: ignore[operator]
+            or (exponent is not None and not (math.isfinite(exponent)  # type: ignore[arg-type]
+                                              and exponent % 1)))  # type: ignore[operator]
+    if not real:
+        raise TypingError(
+            f"'{text}' raises a Python number to a Python float exponent that is not a "
+            "constant integer: Python's result is complex for a negative base, the "
+            "kernel's would be NaN; convert the base to a NumPy float first "
+            "(e.g. g.f64(x) ** 0.5 is NaN for a negative x, as in NumPy)")
+    if a.weak is not None and b.weak is not None:
+        return binary("pow", a, b)  # Python's float ** is the C library's pow
+    t = join(a.ty, b.ty).type
+    if not is_float(t) or any(v.weak is None and v.type is t for v in (a, b)):
+        return binary("pow", a, b)  # NumPy's scalar ** of type t: the C library's pow
+    return _ufunc_power(text, coerce(a, Ty(t)), b, t)
+
+
+_POWER_FAST_PATHS = (-1.0, 0.0, 0.5, 1.0, 2.0)
+"""Exponents NumPy's float ``power`` loop computes without ``pow`` (NumPy 2)."""
+
+
+def _ufunc_power(text: str, x: Value, e: Value, t: ScalarType) -> Value:
+    """``x ** e`` where NumPy's scalars defer to the ``power`` ufunc of float type ``t``
+    (neither operand is a ``t`` scalar: ``i64 ** 0.5``, a Python float ``**`` an ``i64``).
+    That loop computes the exponents -1, 0, 0.5, 1, 2 as ``1 / x``, ``1``, ``sqrt(x)``,
+    ``x``, ``x * x``; any other goes to a SIMD ``pow`` chosen by the CPU: rejected."""
+    value = e.expr.value if isinstance(e.expr, Const) else None
+    if value is None or float(value) not in _POWER_FAST_PATHS:
+        raise TypingError(
+            f"'{text}' mixes types whose ** NumPy computes with its power ufunc, whose "
+            f"result for this exponent depends on the CPU; convert the base to "
+            f"{describe_type(t)} first (e.g. g.{describe_type(t)}(x) ** y, the C "
+            "library's pow) or use a constant exponent of -1, 0, 0.5, 1 or 2")
+    k = float(value)
+    one = const_of(1, t)
+    if k == -1.0:
+        return Value(Binary("truediv", one, x.expr, t))
+    if k == 0.0:
+        return Value(one)
+    if k == 0.5:
+        return Value(CallIntrinsic("sqrt", (x.expr,), t))
+    if k == 1.0:
+        return x
+    return Value(Binary("mul", x.expr, x.expr, t))
+
+
+def binary_rule(op: str, node: ast.AST) -> Callable[[Value, Value], Value]:
+    """The typing rule of binary operator ``op`` written as ``node`` (``x op y`` or
+    ``x op= y``): :func:`power` for ``**``, which names the expression, else :func:`binary`."""
+    if op == "pow":
+        return partial(power, ast.unparse(node))
+    return partial(binary, op)
 
 
 def compare(op: str, a: Value, b: Value) -> Value:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import ast
 import builtins
 from collections.abc import Callable, Sequence
-from functools import partial
 from typing import Any
 
 from ..errors import KernelSyntaxError
@@ -18,7 +17,16 @@ from ..ir.nodes import Assign, Break, Const, Continue, Expr, ForRange, If, Retur
 from ..ir.uniformity import is_varying
 from ..types import i64, is_int
 from . import memory, ops
-from .choice import Choice, Operand, distribute, settle, settle_store, settle_to
+from .choice import (
+    Choice,
+    Operand,
+    cast_spelling,
+    distribute,
+    settle,
+    settle_store,
+    settle_to,
+    stands_for,
+)
 from .context import FnContext, Static, Unresolved
 from .expressions import _BINOPS, condition, construct_name, lower_any, lower_operand, reject
 from .limits import MAX_IR_DEPTH, ir_depth
@@ -135,7 +143,7 @@ def _augassign(ctx: FnContext, node: ast.AugAssign) -> list[Stmt]:
     rhs = _value_or_unresolved(ctx, node.value)
     if current is None or rhs is None:
         return []
-    result = ctx.typing(node, distribute, partial(ops.binary, op), current, rhs)
+    result = ctx.typing(node, distribute, ops.binary_rule(op, node), current, rhs)
     if isinstance(load, ast.Subscript):
         return _store_memory(ctx, node.target, result)  # type: ignore[arg-type]
     return _store(ctx, node, name, result)
@@ -280,6 +288,13 @@ def _return(ctx: FnContext, node: ast.Return) -> list[Stmt]:
     ctx.returns.append(v.ty)
     if not ctx.emit or ctx.ret is None:
         return [Return(v.expr)]
+    if ctx.program.stack and not ctx.declared_ret and not stands_for(v, ctx.ret):
+        # a helper's inferred type: Python returns each value unchanged to the caller
+        ctx.fail(node, f"helper '{ctx.src.name}' returns '{ast.unparse(node.value)}' as "
+                       f"{v.ty.describe()} here but {ctx.ret.describe()} on another path; "
+                       "the caller would compute with one type where Python computes with "
+                       "the other: convert the returned values to one type explicitly (e.g. "
+                       f"{cast_spelling(ctx.ret)}(...) around each)", "Return")
     return [Return(checked(ctx, node, ctx.typing(node, coerce, v, ctx.ret).expr))]
 
 

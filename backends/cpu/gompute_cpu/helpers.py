@@ -4,10 +4,13 @@ numba computes narrow integers in ``int64`` and raises or traps where NumPy
 wraps or returns 0, so the operations whose NumPy result is not just "the
 C operation, cast back" go through one helper per (operation, type): integer
 floor division and modulo (by zero -> 0, ``i_min // -1`` wraps), shifts with
-out-of-range counts, integer powers, float floor division and modulo (a
+out-of-range counts, integer powers, float powers (the C library's ``pow``, imported
+from :mod:`.libm`), float floor division and modulo (a
 port of NumPy's ``npy_divmod``, computed in the operand type) and Python's
 ``min``/``max`` (``b if b < a else a``: the first argument wins ties and NaN
-comparisons, as the builtins do on NumPy scalars).
+comparisons, as the builtins do on NumPy scalars). Signed 64-bit ``+ - *`` go
+through ``uint64`` (:func:`wrapping`): numba marks them ``nsw``, so LLVM treats
+their overflow as impossible and folds, e.g., ``7 // (c * a)`` to 0.
 """
 
 from __future__ import annotations
@@ -29,8 +32,20 @@ def helper_name(op: str, t: ScalarType) -> str:
     return f"_{op}_{short_name(t)}"
 
 
+def wrapping(T: str, a: str, op: str, b: str) -> str:
+    """``a op b`` for ``op`` in ``+ - *`` of rendered type ``T``, wrapping as NumPy does.
+
+    numba computes narrow integers in ``int64`` (no overflow; the cast back wraps) but
+    flags ``int64`` arithmetic ``nsw`` (signed overflow is undefined behaviour to LLVM),
+    so ``int64`` is computed in ``uint64``, whose arithmetic wraps, and cast back."""
+    if T == "np.int64":
+        return f"{T}(np.uint64({a}) {op} np.uint64({b}))"
+    return f"{T}({a} {op} {b})"
+
+
 def _int_floordiv(T: str, signed: bool) -> str:
-    neg = (f"    if b == {T}(-1):\n        return {T}({T}(0) - a)\n" if signed else "")
+    neg = (f"    if b == {T}(-1):\n        return {wrapping(T, f'{T}(0)', '-', 'a')}\n"
+           if signed else "")
     return (f"(a, b):\n    if b == {T}(0):\n        return {T}(0)\n{neg}"
             f"    return {T}(a // b)\n")
 
@@ -63,8 +78,8 @@ def _ipow(T: str, signed: bool) -> str:
            f"        return {T}(0)\n") if signed else ""
     return (f"(a, e):\n{neg}    r = {T}(1)\n    base = a\n"
             f"    while e > {T}(0):\n"
-            f"        if (e & {T}(1)) != {T}(0):\n            r = {T}(r * base)\n"
-            f"        base = {T}(base * base)\n        e = {T}(e >> {T}(1))\n"
+            f"        if (e & {T}(1)) != {T}(0):\n            r = {wrapping(T, 'r', '*', 'base')}\n"
+            f"        base = {wrapping(T, 'base', '*', 'base')}\n        e = {T}(e >> {T}(1))\n"
             f"    return r\n")
 
 
@@ -103,6 +118,8 @@ def helper_source(op: str, t: ScalarType) -> str:
         body = "(a, b):\n    return b if b < a else a\n"
     elif op == "max":
         body = "(a, b):\n    return b if b > a else a\n"
+    elif is_float(t) and op == "pow":  # the C library's, as the oracle's (see .libm)
+        return f"from gompute_cpu.libm import pow_{short_name(t)} as {helper_name(op, t)}\n"
     elif is_float(t):
         body = {"floordiv": _float_floordiv, "mod": _float_mod}[op](T)
     elif op == "floordiv":

@@ -24,16 +24,16 @@ import numpy as np
 
 from gompute_core.errors import Unsupported
 from gompute_core.ir import nodes as ir
-from gompute_core.ir.intrinsics import BY_NAME, intrinsic
+from gompute_core.ir.intrinsics import BY_NAME
 from gompute_core.ir.visitor import Visitor
 from gompute_core.types import ScalarType, is_float, is_signed
 
-from .helpers import TYPE_NAMES, helper_name
+from .helpers import TYPE_NAMES, helper_name, wrapping
 from .params import is_aggregate, leaves
 
 _COMPARE = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
-_ARITH = {"add": "+", "sub": "-", "mul": "*", "truediv": "/",
-          "bitand": "&", "bitor": "|", "bitxor": "^"}
+_WRAPPING = {"add": "+", "sub": "-", "mul": "*"}
+_ARITH = {"truediv": "/", "bitand": "&", "bitor": "|", "bitxor": "^"}
 _BOOL_BINARY = {"bitand": "and", "bitor": "or", "add": "or", "mul": "and"}
 
 
@@ -168,10 +168,10 @@ class FunctionRenderer(Visitor):
                 return f"({a} != {b})"
             return f"({a} {_BOOL_BINARY[op]} {b})"
         T = tname(t)
+        if op in _WRAPPING:
+            return wrapping(T, a, _WRAPPING[op], b)
         if op in _ARITH:
             return f"{T}({a} {_ARITH[op]} {b})"
-        if op == "pow" and is_float(t):
-            return f"{T}(np.{intrinsic('pow').numpy}({a}, {b}))"
         return f"{self.helper(op, t)}({a}, {b})"
 
     def visit_Compare(self, e: ir.Compare) -> str:

@@ -1,0 +1,143 @@
+"""Regression tests of the differential fuzz tier's findings (issue 8): each kernel, the
+fuzz case minimized, equals its Python oracle on the CPU backend or is rejected at its
+line naming the expression."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_frontend_oracle_promise import agrees
+
+import gompute_core as g
+from gompute_core.errors import KernelSyntaxError
+from gompute_core.frontend import lower
+
+I32_MAX = g.i32(2147483647)
+I64_BIG = g.i64(2147483647)
+
+
+# -- int64 + - * wrap (fuzz 1001/2188 and ten more): numba flags them `nsw`, LLVM folded ----
+def floordiv_by_wrapped_product(a, b):
+    return 7 // (I32_MAX * max(7, a))
+
+
+def wrapped_square_sign(a, b):
+    return (a * I64_BIG) // (b * b + 1)
+
+
+@pytest.mark.parametrize("fn", [floordiv_by_wrapped_product, wrapped_square_sign])
+def test_int64_arithmetic_wraps_as_numpy(fn: object) -> None:
+    a = np.array([5110651045465067214, 8947736758444965352, 4573487268110367691,
+                  2**62, -2**63, 2**63 - 1, 3, -7], np.int64)
+    b = np.array([2**62, 2**62 + 5, -2**63 + 1, 2**62, -1, 1, 3, -7], np.int64)
+    agrees(f"fz_{fn.__name__}", fn, a, b, np.float32)  # type: ignore[attr-defined]
+
+
+# -- float ** is the C library's pow, as the oracle's (fuzz 266209864/249, 1002/3429) ------
+def square(a, b):
+    return a ** 2
+
+
+def square_root(a, b):
+    return g.f64(b) ** 0.5
+
+
+def test_float_power_is_the_c_librarys_pow() -> None:
+    # 1885296400.0 ** 2 is a tie between two doubles: x * x rounds it to even, pow does not
+    a = np.array([1885296400.0, 3.0, -2.5, 1e200, 0.0], np.float64)
+    agrees("fz_square", square, a, a, np.float64)
+
+
+def test_power_one_half_is_pow_not_sqrt() -> None:
+    # sqrt(49509.0) and pow(49509.0, 0.5) differ by one ulp
+    b = np.array([49509, 0, 1, 2, 65535], np.uint16)
+    agrees("fz_sqrt", square_root, b, b, np.float64)
+
+
+# -- a Python number ** a non-integer Python float (fuzz 1001/4772) ---------------------------
+def python_int_to_the_half(a, b):
+    return g.f64(int(g.i16(a)) ** 0.5)
+
+
+def python_float_power_in_place(a, b):
+    x = float(a)
+    x **= 0.5
+    return x
+
+
+@pytest.mark.parametrize(("fn", "text"), [
+    (python_int_to_the_half, "int(g.i16(a)) ** 0.5"),
+    (python_float_power_in_place, "x **= 0.5"),
+])
+def test_python_number_to_a_fractional_power_is_rejected(fn: object, text: str) -> None:
+    with pytest.raises(KernelSyntaxError, match="is complex for a negative base") as info:
+        lower(fn, [np.int64, np.int64], np.float64, "k")
+    assert f"'{text}'" in str(info.value)
+    assert info.value.lineno is not None
+    assert info.value.lineno > fn.__code__.co_firstlineno  # type: ignore[attr-defined]
+
+
+def real_python_powers(a, b):
+    return float(a) ** 2.0 + 2.0 ** float(b) + g.f64(a) ** 0.5 + float(b) ** -1.0
+
+
+def test_python_number_to_an_integral_or_nonnegative_power_is_accepted() -> None:
+    a = np.array([-3, 0, 4, 9], np.int64)
+    b = np.array([1, -2, 3, 10], np.int64)
+    agrees("fz_real_powers", real_python_powers, a, b, np.float64)
+
+
+# -- a helper's returns of different types (issue 8 review) -----------------------------------
+def u8_or_i32(u, w):
+    if u > 3:
+        return u
+    return w
+
+
+def adds_u8_to_mixed_helper(a, b):
+    return u8_or_i32(a, b) + g.u8(250)
+
+
+def u8_or_zero(u, w):
+    if u > 3:
+        return u
+    return 0
+
+
+def adds_u8_to_helper_with_literal(a, b):
+    return u8_or_zero(a, b) + g.u8(250)
+
+
+def test_helper_returns_of_different_types_are_rejected_at_the_return() -> None:
+    with pytest.raises(KernelSyntaxError, match=r"helper 'u8_or_i32' returns 'u' as u8 here "
+                                                r"but i32 .* g\.i32\(\.\.\.\)") as info:
+        lower(adds_u8_to_mixed_helper, [np.uint8, np.int32], np.int64, "k")
+    assert info.value.lineno == u8_or_i32.__code__.co_firstlineno + 2
+
+
+def test_helper_returning_a_literal_its_type_represents_is_accepted() -> None:
+    a = np.array([10, 2, 255, 4], np.uint8)
+    agrees("fz_helper_literal", adds_u8_to_helper_with_literal, a, a, np.int64)
+
+
+# -- an integer ** a Python float: NumPy's power ufunc and its fast paths (fuzz 1001/1279) ----
+def integer_fast_path_powers(a, b):
+    return (a ** 0.5) + b + a ** 2.0 + a ** -1.0 + a ** 1.0 + a ** 0.0
+
+
+@pytest.mark.parametrize("t", [np.uint64, np.int64])
+def test_integer_to_a_fast_path_exponent_is_numpys_ufunc(t: type) -> None:
+    # sqrt(14998994886766282282.0) and pow(..., 0.5) differ by one ulp
+    big = 14998994886766282282 if t is np.uint64 else 2**62 + 1
+    a = np.array([big, 49509, 1885296400, 7, 0], t)
+    b = np.array([0.0, -0.0, 1.0, 5e-324, -1.0], np.float64)
+    agrees(f"fz_ufunc_power_{t.__name__}", integer_fast_path_powers, a, b, np.float64)
+
+
+def integer_to_one_and_a_half(a, b):
+    return a ** 1.5
+
+
+def test_integer_to_another_float_exponent_is_rejected() -> None:
+    with pytest.raises(KernelSyntaxError, match=r"'a \*\* 1\.5' mixes types .* g\.f64\(x\)"):
+        lower(integer_to_one_and_a_half, [np.int64, np.int64], np.float64, "k")
