@@ -23,7 +23,7 @@ pytest.importorskip("gompute_hip")
 pytest.importorskip("gompute_cpu")
 
 from gompute_cpu.kernels import render_module  # noqa: E402
-from gompute_cpu.render import FunctionRenderer  # noqa: E402
+from gompute_cpu.raw import RawRenderer  # noqa: E402
 from gompute_cuda.renderer import CUDARenderer  # noqa: E402
 from gompute_hip.renderer import HIPRenderer  # noqa: E402
 
@@ -46,14 +46,17 @@ def test_node_classes_are_every_expression_and_statement() -> None:
     names = {c.__name__ for c in NODE_CLASSES}
     assert {"Const", "Var", "CallIntrinsic", "CallFunction", "Assign", "ForRange",
             "Break", "Return"} <= names
-    assert len(NODE_CLASSES) == 13 + 7
+    assert len(NODE_CLASSES) == 16 + 10  # expressions + statements (raw kernels included)
 
 
-@pytest.mark.parametrize("visitor", [IRPrinter, FunctionWriter, FunctionRenderer,
+@pytest.mark.parametrize("visitor", [IRPrinter, FunctionWriter, RawRenderer,
                                      CUDARenderer.writer_class, HIPRenderer.writer_class],
                          ids=lambda v: v.__name__)
 def test_every_renderer_handles_every_node_class(visitor: type[Visitor]) -> None:
-    assert visitor.handled() == frozenset(NODE_CLASSES)
+    # the CPU's loop fission consumes barriers (they end phases) before any statement is
+    # rendered, so its renderer never meets one
+    exempt = {ir.Barrier} if visitor is RawRenderer else set()
+    assert visitor.handled() == frozenset(NODE_CLASSES) - exempt
 
 
 def _kernel(body: tuple[Any, ...]) -> KernelIR:
