@@ -15,14 +15,22 @@ Run: ``python bench/raw.py`` on a CUDA machine (CuPy and pycuda installed).
 
 from __future__ import annotations
 
+import os
 import statistics
+import sys
 import time
 from collections.abc import Callable
 
-import numpy as np
 from benchkit import cupy_events_median, events_median
 
-import gompute_core as g
+# bench/cuda.py would shadow CuPy's ``cuda`` package: drop bench/ from the path once benchkit
+# is imported
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != os.path.dirname(
+    os.path.abspath(__file__))]
+
+import numpy as np  # noqa: E402
+
+import gompute_core as g  # noqa: E402
 
 B = g.builtins
 BLOCK = 256
