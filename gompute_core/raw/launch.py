@@ -20,6 +20,7 @@ import numpy as np
 
 from ..abi import pack
 from ..backend.args import RawArgBuffer, raw_arg_layout
+from ..backend.buffer import Buffer
 from ..errors import InvalidArgument, KernelNotFound, Unsupported
 from ..interop import as_buffer
 from ..ir.kernel import RAW, KernelIR
@@ -147,6 +148,12 @@ class RawKernel:
         self._convert = [self._converter(k, name, t) for k, (name, t) in enumerate(signature)]
         self._bounds = [(self._index(p), self._index(n), p, n) for p, n in bounds]
         self._packs = dev.packs_arguments
+        self._geometry: dict[tuple[Any, ...], tuple[Any, Any]] = {}
+        """Launch shapes already checked, keyed by value and type (``True == 1`` and
+        ``1.0 == 1`` must not pass as a checked 1): -> (grid, block)."""
+        self._slot_kinds = tuple("params" if isinstance(t, StructType) else
+                                 "pointer" if isinstance(t, PointerType) else "scalar"
+                                 for _, t in signature)
         if not self._packs and params_class is not None:
             self._params_of = dev.params_converter(kir)
         self._launcher = dev._load_raw(artifact, kir, self.args)
@@ -199,8 +206,6 @@ class RawKernel:
         device, backend = self.device, self.backend
 
         def pointer(value: Any) -> Any:
-            from ..backend.buffer import Buffer
-
             buf = value if isinstance(value, Buffer) else self._foreign(value, where)
             if buf.device is not device:
                 raise InvalidArgument(f"{self.name}: {where} is a buffer of {buf.device!r}, not "
@@ -250,6 +255,34 @@ class RawKernel:
         """Enqueue one launch of ``grid`` blocks of ``block`` threads (``g.Dim3``, an int or
         a tuple each) with ``args`` in signature order, ``shared_bytes`` of dynamic shared
         memory, on ``stream`` (default: the device's)."""
+        try:
+            g3, b3 = self._geometry[(grid, block, shared_bytes, type(grid), type(block),
+                                     type(shared_bytes))]
+        except (KeyError, TypeError):  # TypeError: an unhashable shape, checked every time
+            g3, b3 = self._check_geometry(grid, block, shared_bytes)
+        dev = self.device
+        if stream is None:
+            stream = dev.stream
+        elif getattr(stream, "device", None) is not dev:
+            raise InvalidArgument(f"{self.name}: stream {stream!r} is not a stream of "
+                                  f"{self.backend} device {self.ordinal}")
+        if isinstance(args, (str, bytes)) or not isinstance(args, Sequence):
+            raise InvalidArgument(f"{self.name}: args must be a list of the kernel's "
+                                  f"{len(self.signature)} arguments, got {args!r}")
+        if len(args) != len(self._convert):
+            names = ", ".join(n for n, _ in self.signature)
+            raise InvalidArgument(f"{self.name}: takes {len(self._convert)} arguments ({names}), "
+                                  f"got {len(args)}")
+        values = [conv(a) for conv, a in zip(self._convert, args, strict=True)]
+        if self._bounds:
+            self._check_bounds(values)
+        self._store(values)
+        self._launcher(g3, b3, int(shared_bytes), stream)
+
+    def _check_geometry(self, grid: Any, block: Any, shared_bytes: Any
+                        ) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+        """Check a launch's grid, block and dynamic shared bytes; remember the answer for
+        hashable shapes (a launch loop then pays one dictionary lookup)."""
         g3 = _grid(grid)
         b3 = block_shape(block, f"{self.name}: block")
         if self.block is not None and b3 != self.block:
@@ -271,36 +304,24 @@ class RawKernel:
             raise InvalidArgument(f"{self.name}: {shared_bytes} dynamic + {self._static_shared} "
                                   f"static shared bytes exceed {self.backend} device "
                                   f"{self.ordinal}'s {dev.max_shared_bytes}")
-        if stream is None:
-            stream = dev.stream
-        elif getattr(stream, "device", None) is not dev:
-            raise InvalidArgument(f"{self.name}: stream {stream!r} is not a stream of "
-                                  f"{self.backend} device {self.ordinal}")
-        if isinstance(args, (str, bytes)) or not isinstance(args, Sequence):
-            raise InvalidArgument(f"{self.name}: args must be a list of the kernel's "
-                                  f"{len(self.signature)} arguments, got {args!r}")
-        if len(args) != len(self._convert):
-            names = ", ".join(n for n, _ in self.signature)
-            raise InvalidArgument(f"{self.name}: takes {len(self._convert)} arguments ({names}), "
-                                  f"got {len(args)}")
-        values = [conv(a) for conv, a in zip(self._convert, args, strict=True)]
-        if self._bounds:
-            self._check_bounds(values)
-        self._store(values)
-        self._launcher(g3, b3, int(shared_bytes), stream)
+        if len(self._geometry) > 256:
+            self._geometry.clear()
+        key = (grid, block, shared_bytes, type(grid), type(block), type(shared_bytes))
+        self._geometry[key] = (g3, b3)
+        return g3, b3
 
     def _store(self, values: list[Any]) -> None:
         """Hand the checked arguments to the argument buffer (packed, or as values)."""
         a = self.args
         if self._packs:
             packed, params = [], None
-            for v, (_, t) in zip(values, self.signature, strict=True):
-                if isinstance(t, StructType):
-                    params = v
-                elif isinstance(t, PointerType):
+            for v, kind in zip(values, self._slot_kinds, strict=True):
+                if kind == "pointer":
                     packed.append(v.addr)
-                else:
+                elif kind == "scalar":
                     packed.append(v)
+                else:
+                    params = v
             a.pack(*packed)
             if params is not None:
                 a.set_params(params)

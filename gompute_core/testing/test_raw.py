@@ -275,3 +275,20 @@ def test_unknown_name_and_spec_name(gompute_backend: str) -> None:
         g.RawKernel(TWICE.name, gompute_backend)
     with pytest.raises(g.KernelNotFound, match="raw_histogram"):
         g.RawKernel("raw_histogramm", gompute_backend)
+
+
+def test_checked_shapes_are_not_confused_with_equal_values(raws: dict,
+                                                           gompute_backend: str) -> None:
+    """A launch shape checked once is remembered; ``True`` or ``1.0`` (equal to 1) are still
+    refused after a launch with 1."""
+    raw = load(raws, K.raw_scale, gompute_backend)
+    buf = upload(raw, np.ones(64, np.float32))
+    raw.launch(1, 64, [buf, np.uint64(64), np.float32(3)])
+    raw.launch(1, 64, [buf, np.uint64(64), np.float32(3)])
+    for grid in (True, 1.0):
+        with pytest.raises(g.InvalidArgument, match="Dim3.x"):
+            raw.launch(grid, 64, [buf, np.uint64(64), np.float32(3)])
+    with pytest.raises(g.InvalidArgument, match="block x"):
+        raw.launch(1, 64.0, [buf, np.uint64(64), np.float32(3)])
+    raw.synchronize()
+    np.testing.assert_array_equal(download(buf, 64, np.float32), np.full(64, 9, np.float32))
