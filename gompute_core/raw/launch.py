@@ -256,8 +256,7 @@ class RawKernel:
         a tuple each) with ``args`` in signature order, ``shared_bytes`` of dynamic shared
         memory, on ``stream`` (default: the device's)."""
         try:
-            g3, b3 = self._geometry[(grid, block, shared_bytes, type(grid), type(block),
-                                     type(shared_bytes))]
+            g3, b3 = self._geometry[_shape_key(grid, block, shared_bytes)]
         except (KeyError, TypeError):  # TypeError: an unhashable shape, checked every time
             g3, b3 = self._check_geometry(grid, block, shared_bytes)
         dev = self.device
@@ -306,8 +305,7 @@ class RawKernel:
                                   f"{self.ordinal}'s {dev.max_shared_bytes}")
         if len(self._geometry) > 256:
             self._geometry.clear()
-        key = (grid, block, shared_bytes, type(grid), type(block), type(shared_bytes))
-        self._geometry[key] = (g3, b3)
+        self._geometry[_shape_key(grid, block, shared_bytes)] = (g3, b3)
         return g3, b3
 
     def _store(self, values: list[Any]) -> None:
@@ -348,6 +346,15 @@ class RawKernel:
 
     def __repr__(self) -> str:
         return f"<RawKernel {self.name!r} on {self.backend}:{self.ordinal}>"
+
+
+def _shape_key(grid: Any, block: Any, shared_bytes: Any) -> tuple[Any, ...]:
+    """The key a checked launch shape is remembered under: values AND types, tuple members'
+    types included (``True == 1``, ``1.0 == 1`` and ``(16, 16.0) == (16, 16)`` must not pass
+    as the checked shape)."""
+    return (grid, block, shared_bytes, type(grid), type(block), type(shared_bytes),
+            tuple(map(type, grid)) if type(grid) is tuple else None,
+            tuple(map(type, block)) if type(block) is tuple else None)
 
 
 def _scalar_converter(kernel: str, where: str, t: Any) -> Callable[[Any], Any]:

@@ -290,5 +290,8 @@ def test_checked_shapes_are_not_confused_with_equal_values(raws: dict,
             raw.launch(grid, 64, [buf, np.uint64(64), np.float32(3)])
     with pytest.raises(g.InvalidArgument, match="block x"):
         raw.launch(1, 64.0, [buf, np.uint64(64), np.float32(3)])
+    raw.launch(1, (64, 1), [buf, np.uint64(64), np.float32(1)])
+    with pytest.raises(g.InvalidArgument, match="block y"):
+        raw.launch(1, (64, 1.0), [buf, np.uint64(64), np.float32(3)])
     raw.synchronize()
     np.testing.assert_array_equal(download(buf, 64, np.float32), np.full(64, 9, np.float32))
