@@ -27,7 +27,7 @@ from ..ir.nodes import (
 )
 from ..raw import builtins as B
 from ..types import as_scalar_type, f32, f64, i32, i64, is_int, short_name, u32, u64
-from .context import FnContext, Static
+from .context import FnContext, Static, Unresolved
 from .values import Ty, Value, coerce, is_scalar
 
 ATOMIC_TYPES = (i32, u32, i64, u64, f32, f64)
@@ -255,6 +255,6 @@ def is_shared_call(ctx: FnContext, value: ast.expr) -> ast.Call | None:
         return None
     try:
         func = lower_any(ctx, value.func)
-    except KernelSyntaxError:  # not a static name: the normal path reports it
+    except (KernelSyntaxError, Unresolved):  # not a static name: the normal path reports it
         return None
     return value if isinstance(func, Static) and func.obj is B.shared_array else None
