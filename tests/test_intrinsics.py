@@ -136,6 +136,8 @@ def numba_spelling(m: MathIntrinsic, t: type) -> str:
         return f"_{m.name}_{short_name(t)}("
     if m.name == "abs":
         return "(abs("
+    if m.name == "pow":  # the C library's pow, as the oracle's NumPy scalars call it
+        return f"_pow_{short_name(t)}("
     if m.numpy is None:
         return f"(math.{m.name}(np.float64("
     return f"np.{m.numpy}("

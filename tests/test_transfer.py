@@ -40,7 +40,8 @@ def test_download_into_a_read_only_array_is_refused() -> None:
 def test_device_span_bounds() -> None:
     assert device_span(8, 8, 16, "upload_at") == 8
     assert device_span(np.int64(16), 0, 16, "upload_at") == 16
-    with pytest.raises(InvalidArgument, match=r"upload_at: bytes \[9, 17\) are past the end"):
+    with pytest.raises(InvalidArgument,
+                       match=r"upload_at: offset=9, nbytes=8: bytes \[9, 17\) are past the end"):
         device_span(9, 8, 16, "upload_at")
     with pytest.raises(InvalidArgument, match="offset must be a non-negative int"):
         device_span(-1, 1, 16, "upload_at")
