@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import fields
+from typing import get_args
 
 from . import nodes as ir
 
@@ -42,39 +43,27 @@ def _is_expr(obj: object) -> bool:
     return isinstance(obj, _EXPR_CLASSES)
 
 
-_EXPR_CLASSES = (ir.Const, ir.Var, ir.Field, ir.Index, ir.Unary, ir.Not, ir.Binary, ir.Compare,
-                 ir.Logical, ir.Select, ir.Cast, ir.CallIntrinsic, ir.CallFunction, ir.Geometry,
-                 ir.Load, ir.Atomic)
+_EXPR_CLASSES: tuple[type, ...] = get_args(ir.Expr)
+
+
+_LOOP_EXITS = (ir.Break, ir.Continue, ir.Return)
 
 
 def jumps_under(body: Iterable[ir.Stmt], varying: frozenset[str] | set[str],
-                divergent: bool = False) -> bool:
-    """True when ``body`` holds a break, continue or return under varying control (not
-    counting those of nested loops for break/continue): its loop's trip count varies."""
+                divergent: bool = False, exits: tuple[type, ...] = _LOOP_EXITS) -> bool:
+    """True when ``body`` holds a break, continue or return under varying control (inside
+    nested loops only a return counts: their break/continue stay theirs): its loop's trip
+    count varies."""
     for s in body:
-        if isinstance(s, (ir.Break, ir.Continue, ir.Return)) and divergent:
+        if isinstance(s, exits) and divergent:
             return True
         if isinstance(s, ir.If):
             d = divergent or is_varying(s.cond, varying)
-            if jumps_under(s.body, varying, d) or jumps_under(s.orelse, varying, d):
+            if jumps_under(s.body, varying, d, exits) or jumps_under(s.orelse, varying, d,
+                                                                       exits):
                 return True
-        elif isinstance(s, (ir.While, ir.ForRange)) and _returns_under(s.body, varying,
-                                                                          divergent):
-            return True
-    return False
-
-
-def _returns_under(body: Iterable[ir.Stmt], varying: frozenset[str] | set[str],
-                   divergent: bool) -> bool:
-    for s in body:
-        if isinstance(s, ir.Return) and divergent:
-            return True
-        if isinstance(s, ir.If):
-            d = divergent or is_varying(s.cond, varying)
-            if _returns_under(s.body, varying, d) or _returns_under(s.orelse, varying, d):
-                return True
-        elif isinstance(s, (ir.While, ir.ForRange)) and _returns_under(s.body, varying,
-                                                                          divergent):
+        elif isinstance(s, (ir.While, ir.ForRange)) and jumps_under(s.body, varying,
+                                                                       divergent, (ir.Return,)):
             return True
     return False
 
