@@ -30,6 +30,7 @@ from ..plugins.records import Artifact, CompileRequest
 from ..runtime.compile import find_prebuilt, find_prebuilt_raw
 from ..runtime.dim3 import Dim3
 from ..types import as_scalar_type, is_float, is_int, short_name
+from .binding import PackedBinder
 from .kernel import RawKernelDef, block_shape, define_source
 
 __all__ = ["RawKernel", "raw_kernel_by_name", "resolve"]
@@ -147,14 +148,19 @@ class RawKernel:
         self.args = RawArgBuffer(raw_arg_layout(signature))
         self._convert = [self._converter(k, name, t) for k, (name, t) in enumerate(signature)]
         self._bounds = [(self._index(p), self._index(n), p, n) for p, n in bounds]
-        self._packs = dev.packs_arguments
-        self._geometry: dict[tuple[Any, ...], tuple[Any, Any]] = {}
+        self._geometry: dict[tuple[Any, ...], tuple[Any, Any, int]] = {}
         """Launch shapes already checked, keyed by value and type (``True == 1`` and
-        ``1.0 == 1`` must not pass as a checked 1): -> (grid, block)."""
-        self._slot_kinds = tuple("params" if isinstance(t, StructType) else
-                                 "pointer" if isinstance(t, PointerType) else "scalar"
-                                 for _, t in signature)
-        if not self._packs and params_class is not None:
+        ``1.0 == 1`` must not pass as a checked 1): -> (grid, block, shared bytes)."""
+        self._bind: PackedBinder | None = None
+        if dev.packs_arguments:
+            kinds = ["params" if isinstance(t, StructType) else
+                     "pointer" if isinstance(t, PointerType) else "scalar"
+                     for _, t in signature]
+            types = [np.dtype(t.elem) if isinstance(t, PointerType) else t
+                     for _, t in signature]
+            self._bind = PackedBinder(kinds, self._convert, types, dev, self.args,
+                                      self._check_bounds if self._bounds else None)
+        elif params_class is not None:
             self._params_of = dev.params_converter(kir)
         self._launcher = dev._load_raw(artifact, kir, self.args)
 
@@ -256,30 +262,30 @@ class RawKernel:
         a tuple each) with ``args`` in signature order, ``shared_bytes`` of dynamic shared
         memory, on ``stream`` (default: the device's)."""
         try:
-            g3, b3 = self._geometry[_shape_key(grid, block, shared_bytes)]
+            g3, b3, shared = self._geometry[_shape_key(grid, block, shared_bytes)]
         except (KeyError, TypeError):  # TypeError: an unhashable shape, checked every time
-            g3, b3 = self._check_geometry(grid, block, shared_bytes)
-        dev = self.device
+            g3, b3, shared = self._check_geometry(grid, block, shared_bytes)
         if stream is None:
-            stream = dev.stream
-        elif getattr(stream, "device", None) is not dev:
+            stream = self.device.stream
+        elif getattr(stream, "device", None) is not self.device:
             raise InvalidArgument(f"{self.name}: stream {stream!r} is not a stream of "
                                   f"{self.backend} device {self.ordinal}")
-        if isinstance(args, (str, bytes)) or not isinstance(args, Sequence):
+        if args.__class__ is not list and args.__class__ is not tuple and (
+                isinstance(args, (str, bytes)) or not isinstance(args, Sequence)):
             raise InvalidArgument(f"{self.name}: args must be a list of the kernel's "
                                   f"{len(self.signature)} arguments, got {args!r}")
         if len(args) != len(self._convert):
             names = ", ".join(n for n, _ in self.signature)
             raise InvalidArgument(f"{self.name}: takes {len(self._convert)} arguments ({names}), "
                                   f"got {len(args)}")
-        values = [conv(a) for conv, a in zip(self._convert, args, strict=True)]
-        if self._bounds:
-            self._check_bounds(values)
-        self._store(values)
-        self._launcher(g3, b3, int(shared_bytes), stream)
+        if self._bind is not None:
+            self._bind(args)
+        else:
+            self._store([conv(a) for conv, a in zip(self._convert, args, strict=True)])
+        self._launcher(g3, b3, shared, stream)
 
     def _check_geometry(self, grid: Any, block: Any, shared_bytes: Any
-                        ) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+                        ) -> tuple[tuple[int, int, int], tuple[int, int, int], int]:
         """Check a launch's grid, block and dynamic shared bytes; remember the answer for
         hashable shapes (a launch loop then pays one dictionary lookup)."""
         g3 = _grid(grid)
@@ -303,27 +309,18 @@ class RawKernel:
             raise InvalidArgument(f"{self.name}: {shared_bytes} dynamic + {self._static_shared} "
                                   f"static shared bytes exceed {self.backend} device "
                                   f"{self.ordinal}'s {dev.max_shared_bytes}")
+        checked = (g3, b3, int(shared_bytes))
         if len(self._geometry) > 256:
             self._geometry.clear()
-        self._geometry[_shape_key(grid, block, shared_bytes)] = (g3, b3)
-        return g3, b3
+        self._geometry[_shape_key(grid, block, shared_bytes)] = checked
+        return checked
 
     def _store(self, values: list[Any]) -> None:
-        """Hand the checked arguments to the argument buffer (packed, or as values)."""
+        """Check the converted arguments' bounds and hand them, as values, to a backend that
+        calls a host function (a packing backend's go through :attr:`_bind`)."""
+        if self._bounds:
+            self._check_bounds(values)
         a = self.args
-        if self._packs:
-            packed, params = [], None
-            for v, kind in zip(values, self._slot_kinds, strict=True):
-                if kind == "pointer":
-                    packed.append(v.addr)
-                elif kind == "scalar":
-                    packed.append(v)
-                else:
-                    params = v
-            a.pack(*packed)
-            if params is not None:
-                a.set_params(params)
-            return
         host, params = [], None
         for v, (_, t) in zip(values, self.signature, strict=True):
             if isinstance(t, StructType):
@@ -351,7 +348,10 @@ class RawKernel:
 def _shape_key(grid: Any, block: Any, shared_bytes: Any) -> tuple[Any, ...]:
     """The key a checked launch shape is remembered under: values AND types, tuple members'
     types included (``True == 1``, ``1.0 == 1`` and ``(16, 16.0) == (16, 16)`` must not pass
-    as the checked shape)."""
+    as the checked shape). Three plain ints (the common launch) key as themselves: a key of
+    another length never equals theirs."""
+    if grid.__class__ is int and block.__class__ is int and shared_bytes.__class__ is int:
+        return (grid, block, shared_bytes)
     return (grid, block, shared_bytes, type(grid), type(block), type(shared_bytes),
             tuple(map(type, grid)) if type(grid) is tuple else None,
             tuple(map(type, block)) if type(block) is tuple else None)
