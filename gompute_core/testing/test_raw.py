@@ -248,6 +248,38 @@ def test_wrong_argument_types_rejected(raws: dict, gompute_backend: str) -> None
     np.testing.assert_array_equal(download(buf, 300, np.float32), host)
 
 
+
+def test_checks_hold_after_good_launches(raws: dict, gompute_backend: str) -> None:
+    """Launches that passed (NumPy scalars, then Python numbers) do not let a later wrong
+    argument through: a buffer of another dtype, a freed buffer, an int past the declared
+    type or of another NumPy type are each refused, naming the argument, and the data keep
+    the good launches' results (the kernel run as Python on NumPy scalars is the oracle)."""
+    raw = load(raws, K.raw_scale, gompute_backend)
+    host = rng_for("checks_hold", 200).uniform(-4, 4, 200).astype(np.float32)
+    buf = upload(raw, host)
+    raw.launch(4, 64, [buf, np.uint64(200), np.float32(1.5)])
+    raw.launch(4, 64, [buf, 150, 0.5])  # Python numbers: exactly as the NumPy scalars
+    want = host.copy()
+    for i in range(200):
+        want[i] = want[i] * np.float32(1.5)
+        if i < 150:
+            want[i] = want[i] * np.float32(0.5)
+    wrong = raw.alloc(200, g.f64)
+    gone = raw.alloc(200, g.f32)
+    gone.free()
+    rejected = [([wrong, np.uint64(200), np.float32(2)], r"#0 \('data'\).*float64"),
+                ([gone, np.uint64(200), np.float32(2)], r"#0 \('data'\).*freed"),
+                ([buf, 2**64, np.float32(2)], r"#1 \('n'\).*does not fit u64"),
+                ([buf, np.int64(200), np.float32(2)], r"#1 \('n'\).*int64"),
+                ([buf, np.uint64(201), np.float32(2)], r"holds 200 elements but n=201"),
+                ([buf, np.uint64(200), np.float16(2)], r"#2 \('factor'\).*float16")]
+    for args, message in rejected:
+        with pytest.raises(g.InvalidArgument, match=message):
+            raw.launch(4, 64, args)
+    raw.synchronize()
+    np.testing.assert_array_equal(download(buf, 200, np.float32), want)
+
+
 def test_block_shapes_checked(raws: dict, gompute_backend: str) -> None:
     """A block other than the declared one, or past the device's limits, is rejected."""
     raw = load(raws, K.raw_add, gompute_backend)
