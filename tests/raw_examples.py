@@ -306,7 +306,7 @@ def _index_check(a: list[Any], out: list[Any]) -> None:
 def _fused_setup(rng: np.random.Generator) -> tuple[Any, Any, int, list[Any]]:
     n = 300
     return 5, 64, 0, [rng.uniform(-3, 3, n).astype(np.float32), np.uint64(n),
-                      K.Affine(scale=np.float32(1.5), shift=np.float32(-0.25))]
+                      K.COEF_F32(a=np.float32(1.5), b=np.float32(-0.25))]
 
 
 def _fused_check(a: list[Any], out: list[Any]) -> None:

@@ -11,6 +11,9 @@ import numpy as np
 
 import gompute_core as g
 
+from .kernels import COEF
+from .kernels_params import composed, fused_pipeline
+
 B = g.builtins
 
 BLOCK = 256
@@ -253,41 +256,21 @@ def index3d_oracle(shape: tuple[int, int, int], block: tuple[int, int, int]) -> 
     return (x + 1000 * y + 1000000 * z + code * 1000000000).astype(np.int64).reshape(-1)
 
 
-@g.params
-class Affine:
-    """The params of the Fused pipeline below."""
+COEF_F32 = COEF[np.float32]
+"""The params of ``raw_fused``: the conformance params class ``a: f32, b: f32``."""
 
-    scale: g.f32
-    shift: g.f32
-
-
-class ScaleOp:
-    """``x * scale``."""
-
-    @staticmethod
-    def eval(x, p):
-        return x * p.scale
-
-
-class ShiftOp:
-    """``x + shift``."""
-
-    @staticmethod
-    def eval(x, p):
-        return x + p.shift
-
-
-PIPELINE = g.Fused(g.f32, Affine, [ScaleOp, ShiftOp, g.Unary(g.f32, Affine, lambda x, p: x * x)])
+PIPELINE = fused_pipeline(np.float32)
+"""The conformance fusion pipeline over f32, called from ``raw_fused``."""
 
 
 @g.raw_kernel
-def raw_fused(data: g.GlobalPtr[g.f32], n: g.u64, p: Affine):
+def raw_fused(data: g.GlobalPtr[g.f32], n: g.u64, p: COEF_F32):
     """A raw kernel calling a ``g.Fused`` pipeline's ``eval``."""
     i = B.global_id(0)
     if i < n:
         data[i] = PIPELINE.eval(data[i], p)
 
 
-def fused_oracle(x: np.ndarray, p: Affine) -> np.ndarray:
-    """The pipeline on NumPy scalars, element by element (the Python ``Fused.eval``)."""
-    return np.array([PIPELINE.eval(v, p) for v in x], dtype=np.float32)
+def fused_oracle(x: np.ndarray, p: object) -> np.ndarray:
+    """``raw_fused`` on NumPy scalars, element by element (the pipeline's ops composed)."""
+    return np.array([composed(v, p) for v in x], dtype=np.float32)

@@ -194,7 +194,7 @@ def test_fused_pipeline_in_raw_kernel(raws: dict, gompute_backend: str) -> None:
     raw = load(raws, K.raw_fused, gompute_backend)
     n = 777
     host = rng_for("fused").uniform(-3, 3, n).astype(np.float32)
-    p = K.Affine(scale=np.float32(1.5), shift=np.float32(-0.25))
+    p = K.COEF_F32(a=np.float32(1.5), b=np.float32(-0.25))
     buf = upload(raw, host)
     raw.launch(g.Dim3.linear(n, 64), 64, [buf, np.uint64(n), p])
     raw.synchronize()
