@@ -1,4 +1,5 @@
-"""What the GPU benchmark scripts share: the kernels they time and the event timer."""
+"""What the GPU benchmark scripts share: the kernels they time, the event timer and the
+results table."""
 
 from __future__ import annotations
 
@@ -51,3 +52,14 @@ def cupy_events_median(cp: Any, fn: Callable[[], Any], reps: int = 10) -> float:
         stop.synchronize()
         times.append(cp.cuda.get_elapsed_time(start, stop) * 1e-3)
     return statistics.median(times)
+
+
+def metric_table(rows: list[tuple[str, str, float, float, float, str]],
+                 number: str = ".4g") -> list[str]:
+    """The Markdown lines of a results table: one row per (metric, peer, value, peer value,
+    ratio, target), the values and the peer's in the format ``number``."""
+    lines = ["| metric | peer | value | peer value | ratio | target |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    lines += [f"| {m} | {p} | {v:{number}} | {pv:{number}} | {r:.3f} | {t} |"
+              for m, p, v, pv, r, t in rows]
+    return lines
