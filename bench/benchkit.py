@@ -1,4 +1,5 @@
-"""What the GPU benchmark scripts share: the kernels they time and the event timer."""
+"""What the GPU benchmark scripts share: the kernels they time, the event timer and the
+results table."""
 
 from __future__ import annotations
 
@@ -23,31 +24,42 @@ def add_one(x):
     return x + 1
 
 
-def events_median(dev: Any, fn: Callable[[], Any], reps: int = 10) -> float:
-    """Median seconds of ``fn()`` on ``dev``'s default stream, timed by the backend's events."""
-    start, stop = dev.create_event(), dev.create_event()
+def _median_between(start: Any, stop: Any, seconds: Callable[[], float],
+                    sync: Callable[[], Any], fn: Callable[[], Any], reps: int) -> float:
+    """Median of ``seconds()`` over ``reps`` runs of ``fn()`` between ``start`` and ``stop``
+    events (one warm-up run first, then ``sync()``)."""
     fn()
-    dev.synchronize()
+    sync()
     times = []
     for _ in range(reps):
         start.record()
         fn()
         stop.record()
         stop.synchronize()
-        times.append(stop.elapsed_us(start) * 1e-6)
+        times.append(seconds())
     return statistics.median(times)
+
+
+def events_median(dev: Any, fn: Callable[[], Any], reps: int = 10) -> float:
+    """Median seconds of ``fn()`` on ``dev``'s default stream, timed by the backend's events."""
+    start, stop = dev.create_event(), dev.create_event()
+    return _median_between(start, stop, lambda: stop.elapsed_us(start) * 1e-6,
+                           dev.synchronize, fn, reps)
 
 
 def cupy_events_median(cp: Any, fn: Callable[[], Any], reps: int = 10) -> float:
     """Median seconds of ``fn()`` timed by CUDA events on CuPy's current stream."""
     start, stop = cp.cuda.Event(), cp.cuda.Event()
-    fn()
-    cp.cuda.Device().synchronize()
-    times = []
-    for _ in range(reps):
-        start.record()
-        fn()
-        stop.record()
-        stop.synchronize()
-        times.append(cp.cuda.get_elapsed_time(start, stop) * 1e-3)
-    return statistics.median(times)
+    return _median_between(start, stop, lambda: cp.cuda.get_elapsed_time(start, stop) * 1e-3,
+                           cp.cuda.Device().synchronize, fn, reps)
+
+
+def metric_table(rows: list[tuple[str, str, float, float, float, str]],
+                 number: str = ".4g") -> list[str]:
+    """The Markdown lines of a results table: one row per (metric, peer, value, peer value,
+    ratio, target), the values and the peer's in the format ``number``."""
+    lines = ["| metric | peer | value | peer value | ratio | target |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    lines += [f"| {m} | {p} | {v:{number}} | {pv:{number}} | {r:.3f} | {t} |"
+              for m, p, v, pv, r, t in rows]
+    return lines

@@ -17,7 +17,7 @@ import tempfile
 import time
 
 import numpy as np
-from benchkit import Affine, add_one, affine, cupy_events_median
+from benchkit import Affine, add_one, affine, cupy_events_median, metric_table
 from benchkit import events_median as _events
 
 # this file is named cuda.py: keep its folder off the path so `import cuda` (CuPy) works
@@ -268,10 +268,7 @@ def main() -> None:
     rows.append(("disk-cache hit in a new process (ms)", "budget 2 ms", t_hit * 1e3, 2.0,
                  t_hit * 1e3 / 2.0, "< 1"))
 
-    lines = ["| metric | peer | value | peer value | ratio | target |",
-             "| --- | --- | --- | --- | --- | --- |"]
-    lines += [f"| {a} | {b} | {c:.4g} | {d:.4g} | {e:.3f} | {f} |" for a, b, c, d, e, f in rows]
-    table = "\n".join(lines)
+    table = "\n".join(metric_table(rows))
     print(table, flush=True)
     if args.out:
         with open(args.out, "w") as f:

@@ -16,7 +16,7 @@ import os
 import sys
 import time
 
-from benchkit import Affine, add_one, affine
+from benchkit import Affine, add_one, affine, metric_table
 from benchkit import events_median as _events
 
 # this file is named hip.py: keep its folder off the path so `import hip` (hip-python) works
@@ -65,11 +65,8 @@ def main() -> None:
     else:
         rows.append(("launch host overhead (us/launch)", "none available", hip_us,
                      float("nan"), float("nan"), "info"))
-    lines = [f"device {dev.name} ({dev.arch}), HIP runtime {dev.runtime_version}", "",
-             "| metric | peer | value | peer value | ratio | target |",
-             "| --- | --- | --- | --- | --- | --- |"]
-    lines += [f"| {a} | {b} | {c:.4g} | {d:.4g} | {e:.3f} | {f} |" for a, b, c, d, e, f in rows]
-    table = "\n".join(lines)
+    table = "\n".join([f"device {dev.name} ({dev.arch}), HIP runtime {dev.runtime_version}",
+                       "", *metric_table(rows)])
     print(table, flush=True)
     if args.out:
         with open(args.out, "w") as f:

@@ -18,6 +18,7 @@ import sys
 import time
 
 from benchkit import cupy_events_median as _events
+from benchkit import metric_table
 
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != os.path.dirname(
     os.path.abspath(__file__))]
@@ -80,9 +81,7 @@ def main() -> None:
     rows.append(("  same, CuPy on a non-blocking stream (us)", "native buffer",
                  (t_side - t_buf) * 1e6, t_buf * 1e6, t_side / t_buf, "info (event order)"))
 
-    lines = ["| metric | peer | ours | peer value | ratio | target |", "|---|---|---|---|---|---|"]
-    lines += [f"| {m} | {p} | {a:.3f} | {b:.3f} | {r:.3f} | {t} |" for m, p, a, b, r, t in rows]
-    table = "\n".join(lines)
+    table = "\n".join(metric_table(rows, ".3f"))
     print(table)
     if args.out:
         with open(args.out, "w") as fh:

@@ -1,5 +1,12 @@
 """Raw kernels of every shape the C-family renderers must handle, with NumPy oracles
-(used by ``tests/test_codegen_raw.py`` and ``tests/test_opencl_raw.py``).
+(used by ``tests/test_codegen_raw.py`` and ``tests/test_raw_backends.py``).
+
+The kernels of the conformance tier (:mod:`gompute_core.testing.kernels_raw`: block sum
+and scan, tiled transpose, stencil, histogram, float max by CAS, atomics, 3-D indexing,
+a fused pipeline) are used as they are, with that module's oracles; defined here are
+only what they do not cover: three pointers to possibly one buffer, f16 and bool
+arguments and stores, params records (an empty one too), and every atomic op on every
+type with its old values.
 
 Each :class:`Example` names a kernel, a host ``setup(rng)`` returning its launch
 (grid, block, shared bytes, the kernel's arguments with NumPy arrays standing for
@@ -16,6 +23,7 @@ from typing import Any
 import numpy as np
 
 import gompute_core as g
+from gompute_core.testing import kernels_raw as K
 
 B = g.builtins
 
@@ -34,7 +42,7 @@ class Nothing:
 
 
 @g.raw_kernel
-def raw_add(x: g.GlobalPtr[g.f32], y: g.GlobalPtr[g.f32], out: g.GlobalPtr[g.f32], n: g.u64):
+def raw_add_pair(x: g.GlobalPtr[g.f32], y: g.GlobalPtr[g.f32], out: g.GlobalPtr[g.f32], n: g.u64):
     i = B.global_id(0)
     if i >= n:
         return
@@ -56,114 +64,6 @@ def raw_saxpy(x: g.GlobalPtr[g.f32], y: g.GlobalPtr[g.f32], n: g.i32, p: Scale, 
     if i < n:
         v = p.a * x[i] + y[i] + g.f32(h)
         y[i] = -v if p.flip != b else v
-
-
-@g.raw_kernel(block=256)
-def raw_block_sum(x: g.GlobalPtr[g.f32], out: g.GlobalPtr[g.f32], n: g.u64):
-    s = B.shared_array(g.f32, 256)
-    t = B.local_id(0)
-    i = B.global_id(0)
-    s[t] = x[i] if i < n else g.f32(0)
-    B.barrier()
-    step = 128
-    while step > 0:
-        if t < step:
-            s[t] = s[t] + s[t + step]
-        B.barrier()
-        step //= 2
-    if t == 0:
-        out[B.block_id(0)] = s[0]
-
-
-@g.raw_kernel(block=128)
-def raw_block_scan(x: g.GlobalPtr[g.i32], out: g.GlobalPtr[g.i32], n: g.u64):
-    s = B.shared_array(g.i32, 128)
-    t = B.local_id(0)
-    i = B.global_id(0)
-    s[t] = x[i] if i < n else 0
-    B.barrier()
-    offset = 1
-    while offset < 128:
-        v = s[t - offset] if t >= offset else 0
-        B.barrier()
-        s[t] = s[t] + v
-        B.barrier()
-        offset *= 2
-    if i < n:
-        out[i] = s[t]
-
-
-@g.raw_kernel(block=(16, 16))
-def raw_transpose(src: g.GlobalPtr[g.f64], dst: g.GlobalPtr[g.f64], rows: g.i64, cols: g.i64):
-    tile = B.shared_array(g.f64, (16, 17))
-    tx = B.local_id(0)
-    ty = B.local_id(1)
-    c = B.block_id(0) * 16 + tx
-    r = B.block_id(1) * 16 + ty
-    if r < rows and c < cols:
-        tile[ty, tx] = src[r * cols + c]
-    B.barrier()
-    c2 = B.block_id(1) * 16 + tx
-    r2 = B.block_id(0) * 16 + ty
-    if r2 < cols and c2 < rows:
-        dst[r2 * rows + c2] = tile[tx, ty]
-
-
-@g.raw_kernel(block=(8, 8))
-def raw_stencil(src: g.GlobalPtr[g.f32], dst: g.GlobalPtr[g.f32], h: g.i64, w: g.i64):
-    s = B.shared_array(g.f32, (10, 10))
-    tx = B.local_id(0)
-    ty = B.local_id(1)
-    x = B.global_id(0)
-    y = B.global_id(1)
-    for k in range(ty * 8 + tx, 100, 64):
-        sy = k // 10
-        sx = k % 10
-        gy = B.block_id(1) * 8 + sy - 1
-        gx = B.block_id(0) * 8 + sx - 1
-        s[sy, sx] = src[gy * w + gx] if 0 <= gy < h and 0 <= gx < w else g.f32(0)
-    B.barrier()
-    if y < h and x < w:
-        dst[y * w + x] = (s[ty + 1, tx + 1] * 4 - s[ty, tx + 1] - s[ty + 2, tx + 1]
-                          - s[ty + 1, tx] - s[ty + 1, tx + 2])
-
-
-@g.raw_kernel(block=256)
-def raw_histogram(data: g.GlobalPtr[g.u8], bins: g.GlobalPtr[g.u32], n: g.u64):
-    local = B.shared_array(g.u32, 256)
-    t = B.local_id(0)
-    local[t] = 0
-    B.barrier()
-    i = B.global_id(0)
-    while i < n:
-        B.atomic_add(local, g.i64(data[i]), 1)
-        i += B.grid_dim(0) * B.block_dim(0)
-    B.barrier()
-    B.atomic_add(bins, t, local[t])
-
-
-@g.raw_kernel
-def raw_float_max(x: g.GlobalPtr[g.f32], out: g.GlobalPtr[g.f32], n: g.u64):
-    i = B.global_id(0)
-    if i >= n:
-        return
-    v = x[i]
-    old = out[0]
-    while v > old:
-        prev = B.atomic_cas(out, 0, old, v)
-        if prev == old:
-            break
-        old = prev
-
-
-@g.raw_kernel
-def raw_index_3d(out: g.GlobalPtr[g.i64], nx: g.i64, ny: g.i64, nz: g.i64):
-    x = B.global_id(0)
-    y = B.global_id(1)
-    z = B.global_id(2)
-    if x < nx and y < ny and z < nz:
-        out[(z * ny + y) * nx + x] = (x + 1000 * y + 1000000 * z
-                                      + 7 * (B.grid_dim(2) * 100 + B.block_dim(1)))
 
 
 @g.raw_kernel
@@ -226,13 +126,13 @@ class Example:
     check: Callable[[list[Any], list[Any]], None]
 
 
-def _add_setup(rng: np.random.Generator) -> tuple[Any, Any, int, list[Any]]:
+def _add_pair_setup(rng: np.random.Generator) -> tuple[Any, Any, int, list[Any]]:
     n = 1000
     x, y = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
     return 8, 128, 0, [x, y, np.zeros(n, np.float32), np.uint64(n)]
 
 
-def _add_check(a: list[Any], out: list[Any]) -> None:
+def _add_pair_check(a: list[Any], out: list[Any]) -> None:
     np.testing.assert_array_equal(out[2], a[0] + a[1])
 
 
@@ -258,83 +158,6 @@ def _fill_check(a: list[Any], out: list[Any]) -> None:
     np.testing.assert_array_equal(out[0], i % 3 == 0)
     want = np.where(i % 3 == 0, i.astype(np.float16) * np.float16(0.5), np.float16(4))
     np.testing.assert_array_equal(out[1], want.astype(np.float16))
-
-
-def _sum_setup(rng: np.random.Generator) -> tuple[Any, Any, int, list[Any]]:
-    n = 1000
-    x = rng.integers(-50, 50, n).astype(np.float32)
-    return 4, 256, 0, [x, np.zeros(4, np.float32), np.uint64(n)]
-
-
-def _sum_check(a: list[Any], out: list[Any]) -> None:
-    x = np.concatenate([a[0], np.zeros(24, np.float32)]).reshape(4, 256)
-    np.testing.assert_array_equal(out[1], x.sum(axis=1))
-
-
-def _scan_setup(rng: np.random.Generator) -> tuple[Any, Any, int, list[Any]]:
-    n = 300
-    return 3, 128, 0, [rng.integers(-100, 100, n).astype(np.int32), np.zeros(n, np.int32),
-                       np.uint64(n)]
-
-
-def _scan_check(a: list[Any], out: list[Any]) -> None:
-    x = a[0]
-    want = np.concatenate([np.cumsum(x[k:k + 128], dtype=np.int32) for k in range(0, 300, 128)])
-    np.testing.assert_array_equal(out[1], want)
-
-
-def _transpose_setup(rng: np.random.Generator) -> tuple[Any, Any, int, list[Any]]:
-    rows, cols = 37, 50
-    src = rng.standard_normal(rows * cols)
-    return (4, 3), (16, 16), 0, [src, np.zeros(rows * cols), np.int64(rows), np.int64(cols)]
-
-
-def _transpose_check(a: list[Any], out: list[Any]) -> None:
-    np.testing.assert_array_equal(out[1], a[0].reshape(37, 50).T.ravel())
-
-
-def _stencil_setup(rng: np.random.Generator) -> tuple[Any, Any, int, list[Any]]:
-    h, w = 20, 27
-    src = rng.integers(-9, 9, h * w).astype(np.float32)
-    return (4, 3), (8, 8), 0, [src, np.zeros(h * w, np.float32), np.int64(h), np.int64(w)]
-
-
-def _stencil_check(a: list[Any], out: list[Any]) -> None:
-    p = np.pad(a[0].reshape(20, 27), 1)
-    want = 4 * p[1:-1, 1:-1] - p[:-2, 1:-1] - p[2:, 1:-1] - p[1:-1, :-2] - p[1:-1, 2:]
-    np.testing.assert_array_equal(out[1], want.ravel())
-
-
-def _hist_setup(rng: np.random.Generator) -> tuple[Any, Any, int, list[Any]]:
-    n = 5000
-    return 3, 256, 0, [rng.integers(0, 256, n).astype(np.uint8), np.zeros(256, np.uint32),
-                       np.uint64(n)]
-
-
-def _hist_check(a: list[Any], out: list[Any]) -> None:
-    np.testing.assert_array_equal(out[1], np.bincount(a[0], minlength=256).astype(np.uint32))
-
-
-def _fmax_setup(rng: np.random.Generator) -> tuple[Any, Any, int, list[Any]]:
-    n = 2000
-    return 16, 128, 0, [rng.standard_normal(n).astype(np.float32),
-                        np.full(1, -np.inf, np.float32), np.uint64(n)]
-
-
-def _fmax_check(a: list[Any], out: list[Any]) -> None:
-    assert out[1][0] == a[0].max()
-
-
-def _index_setup(rng: np.random.Generator) -> tuple[Any, Any, int, list[Any]]:
-    nx, ny, nz = 9, 5, 3
-    return (3, 2, 2), (4, 3, 2), 0, [np.zeros(nx * ny * nz, np.int64), np.int64(nx),
-                                     np.int64(ny), np.int64(nz)]
-
-
-def _index_check(a: list[Any], out: list[Any]) -> None:
-    z, y, x = np.meshgrid(np.arange(3), np.arange(5), np.arange(9), indexing="ij")
-    want = x + 1000 * y + 1000000 * z + 7 * (2 * 100 + 3)
-    np.testing.assert_array_equal(out[0], want.ravel())
 
 
 N_ATOMIC = 200
@@ -376,17 +199,135 @@ def _atomics_check(a: list[Any], out: list[Any]) -> None:
     np.testing.assert_array_equal(out[6], [11] * 6 + [7, 8, 7, 8, 1.5, 1.25, 4, 4])
 
 
+def _add_setup(rng: np.random.Generator) -> tuple[Any, Any, int, list[Any]]:
+    n = 1000
+    return 4, K.BLOCK, 0, [rng.standard_normal(n).astype(np.float32), np.uint64(n)]
+
+
+def _add_check(a: list[Any], out: list[Any]) -> None:
+    np.testing.assert_array_equal(out[0], a[0] + np.float32(1))
+
+
+def _scale_setup(rng: np.random.Generator) -> tuple[Any, Any, int, list[Any]]:
+    n = 1000
+    return 8, 128, 0, [rng.standard_normal(n).astype(np.float32), np.uint64(n),
+                       np.float32(2.5)]
+
+
+def _scale_check(a: list[Any], out: list[Any]) -> None:
+    np.testing.assert_array_equal(out[0], a[0] * a[2])
+
+
+def _sum_setup(rng: np.random.Generator) -> tuple[Any, Any, int, list[Any]]:
+    n = 1000
+    x = rng.integers(-50, 50, n).astype(np.int32)
+    return 3, K.BLOCK, 0, [x, np.uint64(n), np.zeros(3, np.int32)]
+
+
+def _sum_check(a: list[Any], out: list[Any]) -> None:
+    np.testing.assert_array_equal(out[2], K.block_sum_oracle(a[0], 3))
+
+
+def _scan_setup(rng: np.random.Generator) -> tuple[Any, Any, int, list[Any]]:
+    n = 300
+    return 3, K.SCAN_BLOCK, 0, [rng.integers(-100, 100, n).astype(np.int32), np.uint64(n),
+                                np.zeros(n, np.int32)]
+
+
+def _scan_check(a: list[Any], out: list[Any]) -> None:
+    np.testing.assert_array_equal(out[2], K.block_scan_oracle(a[0]))
+
+
+def _transpose_setup(rng: np.random.Generator) -> tuple[Any, Any, int, list[Any]]:
+    rows, cols = 37, 50
+    src = rng.standard_normal(rows * cols).astype(np.float32)
+    return ((4, 3), (K.TILE, K.TILE), 0,
+            [src, np.zeros(rows * cols, np.float32), np.int64(rows), np.int64(cols)])
+
+
+def _transpose_check(a: list[Any], out: list[Any]) -> None:
+    np.testing.assert_array_equal(out[1], a[0].reshape(37, 50).T.ravel())
+
+
+def _stencil_setup(rng: np.random.Generator) -> tuple[Any, Any, int, list[Any]]:
+    rows, cols = 20, 27
+    src = rng.integers(-9, 9, rows * cols).astype(np.float32)
+    return ((2, 2), (K.TILE, K.TILE), 0,
+            [src, np.zeros(rows * cols, np.float32), np.int64(rows), np.int64(cols)])
+
+
+def _stencil_check(a: list[Any], out: list[Any]) -> None:
+    np.testing.assert_array_equal(out[1], K.stencil_oracle(a[0].reshape(20, 27)).ravel())
+
+
+def _hist_setup(rng: np.random.Generator) -> tuple[Any, Any, int, list[Any]]:
+    n = 5000
+    return 3, K.BLOCK, 0, [rng.integers(0, 256, n).astype(np.uint8), np.uint64(n),
+                           np.zeros(256, np.uint32)]
+
+
+def _hist_check(a: list[Any], out: list[Any]) -> None:
+    np.testing.assert_array_equal(out[2], np.bincount(a[0], minlength=256).astype(np.uint32))
+
+
+def _cas_max_setup(rng: np.random.Generator) -> tuple[Any, Any, int, list[Any]]:
+    n = 2000
+    return 16, 128, 0, [rng.standard_normal(n).astype(np.float32), np.uint64(n),
+                        np.full(1, -np.inf, np.float32)]
+
+
+def _cas_max_check(a: list[Any], out: list[Any]) -> None:
+    assert out[2][0] == a[0].max()
+
+
+def _atomic_ops_setup(rng: np.random.Generator) -> tuple[Any, Any, int, list[Any]]:
+    n = 1000
+    values = rng.integers(-2**31, 2**31 - 1, n, dtype=np.int64).astype(np.int32)
+    return 8, 128, 0, [values, np.uint64(n), *K.atomic_ops_start()]
+
+
+def _atomic_ops_check(a: list[Any], out: list[Any]) -> None:
+    K.check_atomic_ops(a[0], *out[2:])
+
+
+INDEX_SHAPE, INDEX_BLOCK = (9, 5, 3), (4, 3, 2)
+
+
+def _index_setup(rng: np.random.Generator) -> tuple[Any, Any, int, list[Any]]:
+    nx, ny, nz = INDEX_SHAPE
+    return (3, 2, 2), INDEX_BLOCK, 0, [np.zeros(nx * ny * nz, np.int64), np.int64(nx),
+                                       np.int64(ny), np.int64(nz)]
+
+
+def _index_check(a: list[Any], out: list[Any]) -> None:
+    np.testing.assert_array_equal(out[0], K.index3d_oracle(INDEX_SHAPE, INDEX_BLOCK))
+
+
+def _fused_setup(rng: np.random.Generator) -> tuple[Any, Any, int, list[Any]]:
+    n = 300
+    return 5, 64, 0, [rng.uniform(-3, 3, n).astype(np.float32), np.uint64(n),
+                      K.COEF_F32(a=np.float32(1.5), b=np.float32(-0.25))]
+
+
+def _fused_check(a: list[Any], out: list[Any]) -> None:
+    np.testing.assert_array_equal(out[0], K.fused_oracle(a[0], a[2]))
+
+
 EXAMPLES: dict[str, Example] = {
-    "add": Example(raw_add, _add_setup, _add_check),
+    "add_pair": Example(raw_add_pair, _add_pair_setup, _add_pair_check),
     "saxpy": Example(raw_saxpy, _saxpy_setup, _saxpy_check),
     "fill": Example(raw_fill, _fill_setup, _fill_check),
-    "block_sum": Example(raw_block_sum, _sum_setup, _sum_check),
-    "block_scan": Example(raw_block_scan, _scan_setup, _scan_check),
-    "transpose": Example(raw_transpose, _transpose_setup, _transpose_check),
-    "stencil": Example(raw_stencil, _stencil_setup, _stencil_check),
-    "histogram": Example(raw_histogram, _hist_setup, _hist_check),
-    "float_max": Example(raw_float_max, _fmax_setup, _fmax_check),
-    "index_3d": Example(raw_index_3d, _index_setup, _index_check),
     "atomics": Example(raw_atomics, _atomics_setup, _atomics_check),
+    "add": Example(K.raw_add, _add_setup, _add_check),
+    "scale": Example(K.raw_scale, _scale_setup, _scale_check),
+    "block_sum": Example(K.raw_block_sum, _sum_setup, _sum_check),
+    "block_scan": Example(K.raw_block_scan, _scan_setup, _scan_check),
+    "transpose": Example(K.raw_transpose, _transpose_setup, _transpose_check),
+    "stencil": Example(K.raw_stencil, _stencil_setup, _stencil_check),
+    "histogram": Example(K.raw_histogram, _hist_setup, _hist_check),
+    "cas_max": Example(K.raw_cas_max, _cas_max_setup, _cas_max_check),
+    "atomic_ops": Example(K.raw_atomic_ops, _atomic_ops_setup, _atomic_ops_check),
+    "index3d": Example(K.raw_index3d, _index_setup, _index_check),
+    "fused": Example(K.raw_fused, _fused_setup, _fused_check),
 }
 """Every example by short name."""

@@ -93,24 +93,24 @@ def test_launch_bounds_exactly_when_a_block_is_declared(name: str) -> None:
 def test_shared_arrays_barriers_and_geometry_per_dialect() -> None:
     kir = EXAMPLES["transpose"].kernel.lower()
     cuda = CUDARenderer().render(kir)
-    assert "__shared__ double v_tile[16][17];" in cuda
+    assert "__shared__ float v_tile[16][17];" in cuda
     assert "__syncthreads();" in cuda and "threadIdx.y" in cuda and "blockIdx.y" in cuda
     opencl = _opencl_renderer()().render(kir)
-    assert "__local double v_tile[16][17];" in opencl
+    assert "__local float v_tile[16][17];" in opencl
     assert "barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);" in opencl
     assert "get_local_id(1)" in opencl and "get_group_id(1)" in opencl
     # global_id from the group, never get_global_id (which adds the global offset)
-    add = _opencl_renderer()().render(EXAMPLES["add"].kernel.lower())
+    add = _opencl_renderer()().render(EXAMPLES["add_pair"].kernel.lower())
     assert "get_global_id" not in add
     assert "((gp_i64)get_group_id(0)) * ((gp_i64)get_local_size(0)) + " \
            "((gp_i64)get_local_id(0))" in add
 
 
 def test_bare_return_unused_atomics_and_scalar_conversions() -> None:
-    src = CUDARenderer().render(EXAMPLES["add"].kernel.lower())
+    src = CUDARenderer().render(EXAMPLES["scale"].kernel.lower())
     assert re.search(r"^\s+return;$", src, re.M)
     hist = CUDARenderer().render(EXAMPLES["histogram"].kernel.lower())
-    assert "(void)(((gp_u32)atomicAdd(&v_local[" in hist
+    assert "(void)(((gp_u32)atomicAdd(&v_h[" in hist
     saxpy = _entry_line(CUDARenderer().render(EXAMPLES["saxpy"].kernel.lower()), "raw_saxpy")
     # f16 and bool cross in their storage types, the params record by value
     assert "gp_f16 gp_arg_h" in saxpy and "gp_u8 gp_arg_b" in saxpy and "P_Scale v_p" in saxpy

@@ -121,7 +121,7 @@ def test_raw_example_matches_numpy(backend: str, name: str) -> None:
 def test_two_pointers_to_one_buffer_alias(backend: str) -> None:
     """One buffer passed for two pointers: no ``restrict`` lets the compiler assume
     otherwise (every element doubled in place, not read stale)."""
-    example = EXAMPLES["add"]
+    example = EXAMPLES["add_pair"]
     x = np.arange(1000, dtype=np.float32)
     device = _device_or_skip(backend)
     kir = example.kernel.lower()

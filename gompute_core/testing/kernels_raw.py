@@ -1,5 +1,6 @@
-"""The raw kernels of the conformance suite's ``raw`` tier (each with its NumPy oracle in
-:mod:`gompute_core.testing.test_raw`).
+"""The raw kernels of the conformance suite's ``raw`` tier, with the NumPy oracles that
+are more than one NumPy call (used by :mod:`gompute_core.testing.test_raw` and by the
+repository's C-family renderer tests, ``tests/raw_examples.py``).
 
 Module-level definitions: raw kernels register their names at definition, like specs.
 """
@@ -9,6 +10,9 @@ from __future__ import annotations
 import numpy as np
 
 import gompute_core as g
+
+from .kernels import COEF
+from .kernels_params import composed, fused_pipeline
 
 B = g.builtins
 
@@ -57,6 +61,13 @@ def raw_block_sum(data: g.GlobalPtr[g.i32], n: g.u64, out: g.GlobalPtr[g.i32]):
         out[B.block_id(0)] = s[0]
 
 
+def block_sum_oracle(data: np.ndarray, blocks: int) -> np.ndarray:
+    """``raw_block_sum``'s partials over ``blocks`` blocks (int64): block b sums the
+    grid-stride elements its threads visit."""
+    ids = np.arange(data.size) % (blocks * BLOCK) // BLOCK
+    return np.bincount(ids, weights=data.astype(np.int64), minlength=blocks).astype(np.int64)
+
+
 @g.raw_kernel(block=SCAN_BLOCK)
 def raw_block_scan(data: g.GlobalPtr[g.i32], n: g.u64, out: g.GlobalPtr[g.i32]):
     """Inclusive scan of each block's elements (Hillis-Steele): a value read before a
@@ -80,6 +91,12 @@ def raw_block_scan(data: g.GlobalPtr[g.i32], n: g.u64, out: g.GlobalPtr[g.i32]):
         offset *= 2
     if i < n:
         out[i] = s[lid]
+
+
+def block_scan_oracle(data: np.ndarray) -> np.ndarray:
+    """``raw_block_scan``: the inclusive int32 scan of each block's elements."""
+    return np.concatenate([np.cumsum(data[k:k + SCAN_BLOCK], dtype=np.int32)
+                           for k in range(0, data.size, SCAN_BLOCK)])
 
 
 @g.raw_kernel(block=(TILE, TILE))
@@ -128,6 +145,16 @@ def raw_stencil(src: g.GlobalPtr[g.f32], dst: g.GlobalPtr[g.f32], rows: g.i64, c
                                  + halo[ty + 1, tx + 2] - g.f32(4) * c)
         else:
             dst[y * cols + x] = c
+
+
+def stencil_oracle(a: np.ndarray) -> np.ndarray:
+    """``raw_stencil`` on the (rows, cols) float32 array ``a``: the same f32 operations in
+    the same order on the interior (equal bit for bit), the edges copied."""
+    want = a.copy()
+    if a.shape[0] > 2 and a.shape[1] > 2:
+        want[1:-1, 1:-1] = (a[:-2, 1:-1] + a[2:, 1:-1] + a[1:-1, :-2] + a[1:-1, 2:]
+                            - np.float32(4) * a[1:-1, 1:-1])
+    return want
 
 
 @g.raw_kernel(block=BLOCK)
@@ -183,6 +210,29 @@ def raw_atomic_ops(values: g.GlobalPtr[g.i32], n: g.u64, acc: g.GlobalPtr[g.i32]
         B.atomic_add(uacc, 0, g.u64(v & 0xFFFF))
 
 
+def atomic_ops_start() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The ``acc``, ``facc`` and ``uacc`` arrays ``raw_atomic_ops`` starts from (min and
+    max slots at the type's other end, so every value competes)."""
+    return (np.array([5, 5, 2**31 - 1, -2**31, 0], np.int32),
+            np.array([0, np.inf, -np.inf], np.float32), np.array([3], np.uint64))
+
+
+def check_atomic_ops(values: np.ndarray, acc: np.ndarray, facc: np.ndarray,
+                     uacc: np.ndarray) -> None:
+    """Assert that ``raw_atomic_ops`` over ``values`` turned :func:`atomic_ops_start`'s
+    arrays into ``acc``, ``facc`` and ``uacc``."""
+    with np.errstate(over="ignore"):
+        total = np.int32(5) + values.sum(dtype=np.int32)
+        neg = np.int32(5) - values.sum(dtype=np.int32)
+    assert acc[0] == total and acc[1] == neg
+    assert acc[2] == values.min() and acc[3] == values.max()
+    assert acc[4] in set(values.tolist())
+    assert facc[0] == np.float32((values & 255).sum())
+    assert facc[1] == values.astype(np.float32).min()
+    assert facc[2] == values.astype(np.float32).max()
+    assert uacc[0] == 3 + int((values.astype(np.int64) & 0xFFFF).sum())
+
+
 @g.raw_kernel
 def raw_index3d(out: g.GlobalPtr[g.i64], nx: g.i64, ny: g.i64, nz: g.i64):
     """3-D geometry: every thread of a 3-D grid writes its coordinates' code and the launch
@@ -196,41 +246,31 @@ def raw_index3d(out: g.GlobalPtr[g.i64], nx: g.i64, ny: g.i64, nz: g.i64):
         out[(z * ny + y) * nx + x] = x + 1000 * y + 1000000 * z + shape * 1000000000
 
 
-@g.params
-class Affine:
-    """The params of the Fused pipeline below."""
-
-    scale: g.f32
-    shift: g.f32
-
-
-class ScaleOp:
-    """``x * scale``."""
-
-    @staticmethod
-    def eval(x, p):
-        return x * p.scale
+def index3d_oracle(shape: tuple[int, int, int], block: tuple[int, int, int]) -> np.ndarray:
+    """``raw_index3d`` over ``shape`` (nx, ny, nz) launched with ``block`` and the grid
+    that covers ``shape``: the flat int64 output."""
+    grid = [-(-s // b) for s, b in zip(shape, block, strict=True)]
+    nx, ny, nz = shape
+    z, y, x = np.meshgrid(np.arange(nz), np.arange(ny), np.arange(nx), indexing="ij")
+    code = block[0] * 1000000 + block[1] * 10000 + block[2] * 100 + sum(grid)
+    return (x + 1000 * y + 1000000 * z + code * 1000000000).astype(np.int64).reshape(-1)
 
 
-class ShiftOp:
-    """``x + shift``."""
+COEF_F32 = COEF[np.float32]
+"""The params of ``raw_fused``: the conformance params class ``a: f32, b: f32``."""
 
-    @staticmethod
-    def eval(x, p):
-        return x + p.shift
-
-
-PIPELINE = g.Fused(g.f32, Affine, [ScaleOp, ShiftOp, g.Unary(g.f32, Affine, lambda x, p: x * x)])
+PIPELINE = fused_pipeline(np.float32)
+"""The conformance fusion pipeline over f32, called from ``raw_fused``."""
 
 
 @g.raw_kernel
-def raw_fused(data: g.GlobalPtr[g.f32], n: g.u64, p: Affine):
+def raw_fused(data: g.GlobalPtr[g.f32], n: g.u64, p: COEF_F32):
     """A raw kernel calling a ``g.Fused`` pipeline's ``eval``."""
     i = B.global_id(0)
     if i < n:
         data[i] = PIPELINE.eval(data[i], p)
 
 
-def fused_oracle(x: np.ndarray, p: Affine) -> np.ndarray:
-    """The pipeline on NumPy scalars, element by element (the Python ``Fused.eval``)."""
-    return np.array([PIPELINE.eval(v, p) for v in x], dtype=np.float32)
+def fused_oracle(x: np.ndarray, p: object) -> np.ndarray:
+    """``raw_fused`` on NumPy scalars, element by element (the pipeline's ops composed)."""
+    return np.array([composed(v, p) for v in x], dtype=np.float32)

@@ -91,10 +91,7 @@ def test_block_sum(raws: dict, gompute_backend: str, n: int, blocks: int) -> Non
     raw.launch(blocks, K.BLOCK, [buf, np.uint64(n), out])
     raw.synchronize()
     partials = download(out, blocks, np.int32)
-    # the oracle of each partial: block b's threads sum the grid-stride elements of their ids
-    ids = np.arange(n) % (blocks * K.BLOCK) // K.BLOCK
-    want = np.bincount(ids, weights=host.astype(np.int64), minlength=blocks).astype(np.int64)
-    np.testing.assert_array_equal(partials.astype(np.int64), want)
+    np.testing.assert_array_equal(partials.astype(np.int64), K.block_sum_oracle(host, blocks))
 
 
 @pytest.mark.parametrize("n", [1, 127, 128, 1000, 4099])
@@ -106,9 +103,7 @@ def test_block_scan(raws: dict, gompute_backend: str, n: int) -> None:
     out = raw.alloc(n, g.i32)
     raw.launch(g.Dim3.linear(n, K.SCAN_BLOCK), K.SCAN_BLOCK, [buf, np.uint64(n), out])
     raw.synchronize()
-    want = np.concatenate([np.cumsum(host[k:k + K.SCAN_BLOCK], dtype=np.int32)
-                           for k in range(0, n, K.SCAN_BLOCK)])
-    np.testing.assert_array_equal(download(out, n, np.int32), want)
+    np.testing.assert_array_equal(download(out, n, np.int32), K.block_scan_oracle(host))
 
 
 @pytest.mark.parametrize("rows,cols", [(16, 16), (100, 75), (1, 300), (257, 33)])
@@ -136,13 +131,8 @@ def test_stencil(raws: dict, gompute_backend: str, rows: int, cols: int) -> None
     grid = g.Dim3(-(-cols // K.TILE), -(-rows // K.TILE))
     raw.launch(grid, (K.TILE, K.TILE), [src, dst, rows, cols])
     raw.synchronize()
-    want = a.copy()
-    if rows > 2 and cols > 2:
-        c = a[1:-1, 1:-1]
-        want[1:-1, 1:-1] = (a[:-2, 1:-1] + a[2:, 1:-1] + a[1:-1, :-2] + a[1:-1, 2:]
-                            - np.float32(4) * c)
     np.testing.assert_array_equal(download(dst, rows * cols, np.float32).reshape(rows, cols),
-                                  want)
+                                  K.stencil_oracle(a))
 
 
 @pytest.mark.parametrize("n,blocks", [(1, 1), (5000, 3), (1 << 20, 64)])
@@ -178,22 +168,11 @@ def test_atomic_ops(raws: dict, gompute_backend: str) -> None:
     n = 10000
     host = rng_for("atomics", n).integers(-2**31, 2**31 - 1, n, dtype=np.int64).astype(np.int32)
     buf = upload(raw, host)
-    acc = upload(raw, np.array([5, 5, 2**31 - 1, -2**31, 0], np.int32))
-    facc = upload(raw, np.array([0, np.inf, -np.inf], np.float32))
-    uacc = upload(raw, np.array([3], np.uint64))
+    acc, facc, uacc = (upload(raw, a) for a in K.atomic_ops_start())
     raw.launch(g.Dim3.linear(n, 128), 128, [buf, np.uint64(n), acc, facc, uacc])
     raw.synchronize()
-    got = download(acc, 5, np.int32)
-    with np.errstate(over="ignore"):
-        total = np.int32(5) + host.sum(dtype=np.int32)
-        neg = np.int32(5) - host.sum(dtype=np.int32)
-    assert got[0] == total and got[1] == neg
-    assert got[2] == host.min() and got[3] == host.max()
-    assert got[4] in set(host.tolist())
-    fgot = download(facc, 3, np.float32)
-    assert fgot[0] == np.float32((host & 255).sum())
-    assert fgot[1] == host.astype(np.float32).min() and fgot[2] == host.astype(np.float32).max()
-    assert download(uacc, 1, np.uint64)[0] == 3 + int((host.astype(np.int64) & 0xFFFF).sum())
+    K.check_atomic_ops(host, download(acc, 5, np.int32), download(facc, 3, np.float32),
+                       download(uacc, 1, np.uint64))
 
 
 @pytest.mark.parametrize("shape,block", [((5, 3, 2), (4, 2, 2)), ((33, 17, 9), (8, 4, 2)),
@@ -206,10 +185,8 @@ def test_index_3d(raws: dict, gompute_backend: str, shape: tuple, block: tuple) 
     out = raw.alloc(nx * ny * nz, g.i64)
     raw.launch(g.Dim3(*grid), g.Dim3(*block), [out, nx, ny, nz])
     raw.synchronize()
-    z, y, x = np.meshgrid(np.arange(nz), np.arange(ny), np.arange(nx), indexing="ij")
-    code = (block[0] * 1000000 + block[1] * 10000 + block[2] * 100 + sum(grid))
-    want = (x + 1000 * y + 1000000 * z + code * 1000000000).astype(np.int64)
-    np.testing.assert_array_equal(download(out, nx * ny * nz, np.int64), want.reshape(-1))
+    np.testing.assert_array_equal(download(out, nx * ny * nz, np.int64),
+                                  K.index3d_oracle(shape, block))
 
 
 def test_fused_pipeline_in_raw_kernel(raws: dict, gompute_backend: str) -> None:
@@ -217,7 +194,7 @@ def test_fused_pipeline_in_raw_kernel(raws: dict, gompute_backend: str) -> None:
     raw = load(raws, K.raw_fused, gompute_backend)
     n = 777
     host = rng_for("fused").uniform(-3, 3, n).astype(np.float32)
-    p = K.Affine(scale=np.float32(1.5), shift=np.float32(-0.25))
+    p = K.COEF_F32(a=np.float32(1.5), b=np.float32(-0.25))
     buf = upload(raw, host)
     raw.launch(g.Dim3.linear(n, 64), 64, [buf, np.uint64(n), p])
     raw.synchronize()

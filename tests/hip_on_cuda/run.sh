@@ -8,8 +8,9 @@
 # without a package index; they are unpacked to a temporary site directory.
 # Writes to OUT_DIR (at most 7 files): setup.log (versions, install, build, fixture check),
 # info.log (`gompute info`), fixture.log (tests/test_hip_on_cuda.py), conformance.log
-# (the conformance suite against `hip`), runtime.log (tests/test_hip_runtime.py), bench.log
-# (bench/hip.py) and summary.txt (each step's exit status). Exits non-zero when any step failed.
+# (the conformance suite against `hip`), runtime.log (tests/test_hip_runtime.py and the hip
+# cases of tests/test_gpu_runtime.py), bench.log (bench/hip.py) and summary.txt (each
+# step's exit status). Exits non-zero when any step failed.
 #
 #   PYTHON     the interpreter (default python3)
 #   CUDA_ROOT  where include/cuda.h is (default /usr/local/cuda)
@@ -70,7 +71,8 @@ pytest=("$PY" -m pytest -q -p no:cacheprovider -rfEs)
 step fixture fixture.log "${pytest[@]}" "$root/tests/test_hip_on_cuda.py"
 step conformance conformance.log "${pytest[@]}" --pyargs gompute_core.testing \
   --gompute-backend=hip
-step runtime runtime.log "${pytest[@]}" "$root/tests/test_hip_runtime.py" --hip-on-cuda="$libdir"
+step runtime runtime.log "${pytest[@]}" "$root/tests/test_hip_runtime.py" \
+  "$root/tests/test_gpu_runtime.py" -k hip --hip-on-cuda="$libdir"
 step bench bench.log "$PY" "$root/bench/hip.py"
 cat "$out/summary.txt"
 exit "$status"
