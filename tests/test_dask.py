@@ -7,6 +7,7 @@ are uneven and include an empty one.
 
 from __future__ import annotations
 
+import gc
 import os
 import pickle
 import subprocess
@@ -18,6 +19,7 @@ import pytest
 pytest.importorskip("dask.array")
 distributed = pytest.importorskip("distributed")
 
+import dask  # noqa: E402
 import dask.array as da  # noqa: E402
 
 import gompute_core as g  # noqa: E402
@@ -176,6 +178,70 @@ def test_custom_reduce_rejects_chunks_that_are_not_flat_ranges():
     grid = da.zeros((10, 10), dtype=np.int64, chunks=(10, 5))
     with pytest.raises(g.InvalidArgument, match="custom combine of 'dask_last_multiple'"):
         gd.reduce(K.last_multiple, grid, K.Modulus(m=3))
+
+
+# ------------------------------------------------------------------ map fused into a reduce
+MANY = ((50,) * 6 + (0,) + (100,) * 7,)  # 14 chunks, one empty
+
+
+def layers_named(array, spec):
+    return [name for name in array.dask.layers if name.startswith(f"gompute-{spec.name}-")]
+
+
+def test_map_then_reduce_is_one_task_per_chunk(client):
+    x = rng().integers(-10**6, 10**6, N).astype(np.int64)
+    source = chunked(x, MANY)
+    y = gd.map_blocks(K.doubled, source, backend="cpu")
+    fused = gd.reduce(K.total, y, backend="cpu")
+    apart = gd.reduce(K.total, y, backend="cpu", fuse=False)
+    # fused: the map's layer is gone, its function runs in the reduce's kernel
+    assert layers_named(fused, K.doubled) == [] and layers_named(apart, K.doubled)
+    loads = len(dask.optimize(source)[0].__dask_graph__())  # from_array's getters
+    for work in (fused, apart):  # Dask fuses the blockwise steps: one task per chunk
+        (optimized,) = dask.optimize(work)  # and every partial into one aggregate task
+        assert len(optimized.__dask_graph__()) == loads + len(MANY[0]) + 1
+    got_fused, got_apart = (fut.result() for fut in client.compute([fused, apart]))
+    assert got_fused == got_apart == (x * 2).sum() == single(K.total, single(K.doubled,
+                                                                              x.copy()))
+    assert type(got_fused) is np.int64
+
+
+def test_fused_custom_reduce_with_params_on_both_sides(client):
+    x = rng().integers(1, 10**6, N).astype(np.int64)
+    k, m = K.Stride(k=5), K.Modulus(m=7)
+    y = x * 5 + 1
+    multiples = np.flatnonzero(y % 7 == 0)
+    assert len(multiples) > 20  # several chunks hold one: the order of partials matters
+    for split_every in (None, 2, 3):
+        s = gd.reduce(K.last_multiple, gd.map_blocks(K.strided, chunked(x, MANY), p=k), m,
+                      split_every=split_every)
+        assert layers_named(s, K.strided) == []
+        got = client.compute(s).result()
+        assert got == y[multiples[-1]] == single(K.last_multiple, single(K.strided,
+                                                                         x.copy(), k), m)
+
+
+def test_fused_map_without_params_into_sum_with_pre(client):
+    f = rng().integers(-1000, 1000, N).astype(np.float64)  # exact squares and sums
+    s = gd.reduce(K.squares, gd.map_blocks(K.shifted_down, chunked(f)))
+    assert layers_named(s, K.shifted_down) == []
+    assert client.compute(s).result() == ((f - 3) ** 2).sum()
+    spec, Q = gd.fused_reduce_spec(K.shifted_down, K.squares)
+    assert spec.name == "dask_shifted_down_into_dask_squares" and spec.preset == "sum"
+    assert single(spec, f, Q()) == ((f - 3) ** 2).sum()
+
+
+def test_no_fusion_across_targets_or_after_the_map_is_gone():
+    x = chunked(np.arange(N, dtype=np.int64))
+    y = gd.map_blocks(K.doubled, x)  # backend None: AutoKernel, not the reduce's "cpu"
+    s = gd.reduce(K.total, y, backend="cpu")
+    assert layers_named(s, K.doubled)
+    assert s.compute(scheduler="sync") == np.arange(N).sum() * 2
+    name = y.name
+    assert name in gd._map_steps
+    del y
+    gc.collect()
+    assert name not in gd._map_steps
 
 
 # ------------------------------------------------------------------ gather
