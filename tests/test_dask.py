@@ -244,6 +244,44 @@ def test_no_fusion_across_targets_or_after_the_map_is_gone():
     assert name not in gd._map_steps
 
 
+def cuda_and_cupy():
+    """CuPy, or a skip where CuPy or a CUDA device is missing."""
+    from gompute_core.plugins import manager
+
+    if not any(r.name == "cuda" for r in manager.backends()):
+        pytest.skip("gompute-cuda not installed")
+    available = manager.probe("cuda")
+    if not available.available:
+        pytest.skip(f"CUDA unavailable: {available.reason}")
+    return pytest.importorskip("cupy")
+
+
+def test_cupy_chunks_keep_partials_on_the_device(client):
+    cp = cuda_and_cupy()
+    x = rng().integers(-10**6, 10**6, N).astype(np.int64)
+    # a preset's chunk step leaves a device array (launched without synchronizing)
+    partial = gd._reduce_chunk(cp.asarray(x), None, True, spec=K.total, p=None,
+                               backend="cuda", device=None, map_step=(K.doubled, None))
+    assert isinstance(partial, cp.ndarray) and int(partial[0]) == (x * 2).sum()
+    chunks = da.from_array(cp.asarray(x), chunks=MANY, asarray=False)
+    fused = gd.reduce(K.total, gd.map_blocks(K.doubled, chunks, backend="cuda"),
+                      backend="cuda", split_every=3)
+    smallest = gd.reduce(K.smallest, gd.map_blocks(
+        K.affine_map, da.from_array(cp.asarray(x.astype(np.float32)), chunks=MANY,
+                                    asarray=False), p=K.Affine(scale=-1, shift=2),
+        backend="cuda"), backend="cuda")
+    custom = gd.reduce(K.last_multiple, gd.map_blocks(K.strided, chunks, p=K.Stride(k=5),
+                                                      backend="cuda"),
+                       K.Modulus(m=7), backend="cuda")
+    y = x * 5 + 1
+    expected = ((x * 2).sum(), (x.astype(np.float32) * -1 + 2).min(),
+                y[np.flatnonzero(y % 7 == 0)[-1]])
+    for got in (dask.compute(fused, smallest, custom, scheduler="sync"),
+                [fut.result() for fut in client.compute([fused, smallest, custom])]):
+        assert tuple(got) == expected
+        assert [type(v) for v in got] == [np.int64, np.float32, np.int64]
+
+
 # ------------------------------------------------------------------ gather
 def test_gather_over_local_index_ranges(client):
     r = rng()
