@@ -468,24 +468,21 @@ class _MapStep(NamedTuple):
     device: Device | None
 
 
-_map_steps: dict[str, tuple[_MapStep, int]] = {}
-"""``map_blocks`` results of maps that are alive, by Dask name (a name is a hash of the
-function and every argument, so equal names are the same computation), with how many
-live arrays carry the name."""
+_map_steps: dict[int, _MapStep] = {}
+"""``map_blocks`` results of maps that are alive, by the identity of their graph layer: an
+array with that layer under its name is that map (a persisted or otherwise rebuilt array
+has another layer, and is reduced as it is)."""
+
+
+def _layer(array: Any) -> Any:
+    return array.dask.layers.get(array.name)
 
 
 def _remember_map(result: Any, step: _MapStep) -> None:
+    key = id(_layer(result))  # the layer lives at least as long as the result
     with _derived_lock:
-        _, live = _map_steps.get(result.name, (step, 0))
-        _map_steps[result.name] = (step, live + 1)
-    weakref.finalize(result, _forget_map, result.name)
-
-
-def _forget_map(name: str) -> None:
-    with _derived_lock:
-        step, live = _map_steps.pop(name)
-        if live > 1:
-            _map_steps[name] = (step, live - 1)
+        _map_steps[key] = step
+    weakref.finalize(result, _map_steps.pop, key, None)
 
 
 def reduce(spec: Spec, array: Any, p: Any = None, *, backend: str | None = None,
@@ -514,7 +511,7 @@ def reduce(spec: Spec, array: Any, p: Any = None, *, backend: str | None = None,
                                           "element order)")
     checks.params(p, spec.params, spec.name)
     _check_target(backend, device)
-    step = _map_steps.get(array.name, (None,))[0] if fuse else None
+    step = _map_steps.get(id(_layer(array))) if fuse else None
     map_step = None
     if step is not None and step.backend == backend and step.device == device:
         array, map_step = step.source, (step.spec, step.p)

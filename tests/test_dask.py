@@ -231,17 +231,22 @@ def test_fused_map_without_params_into_sum_with_pre(client):
     assert single(spec, f, Q()) == ((f - 3) ** 2).sum()
 
 
-def test_no_fusion_across_targets_or_after_the_map_is_gone():
+def test_no_fusion_across_targets_of_persisted_maps_or_after_the_map_is_gone():
     x = chunked(np.arange(N, dtype=np.int64))
     y = gd.map_blocks(K.doubled, x)  # backend None: AutoKernel, not the reduce's "cpu"
     s = gd.reduce(K.total, y, backend="cpu")
     assert layers_named(s, K.doubled)
     assert s.compute(scheduler="sync") == np.arange(N).sum() * 2
-    name = y.name
-    assert name in gd._map_steps
+    # a persisted map is reduced as it is (its values, not the map run again)
+    kept = gd.map_blocks(K.doubled, x, backend="cpu").persist(scheduler="sync")
+    s = gd.reduce(K.total, kept, backend="cpu")
+    assert layers_named(s, K.doubled)
+    assert s.compute(scheduler="sync") == np.arange(N).sum() * 2
+    key = id(gd._layer(y))
+    assert key in gd._map_steps
     del y
     gc.collect()
-    assert name not in gd._map_steps
+    assert key not in gd._map_steps
 
 
 def cuda_and_cupy():
