@@ -15,7 +15,11 @@ differently because partials are added in another order, as on any backend):
   ``base`` runs a derived spec ``f(x, i + base, p)`` (see :func:`offset_spec`);
 * a reduce folds the per-chunk partials with the spec's combine in chunk
   order (``Spec.fold``), so an associative, non-commutative combine gives the
-  single-process answer; empty chunks give the identity.
+  single-process answer; empty chunks give the identity;
+* a reduce of a map's ``map_blocks`` result runs one fused kernel per chunk
+  (:func:`fused_reduce_spec`), and a preset's partials of device (CuPy) chunks
+  stay on the device until the aggregate step, so a chunk task never waits for
+  the GPU.
 
 Specs and params travel to workers by pickling: a spec by reference to the
 module that made it (``Spec.__reduce__``), params as their frozen dataclass.
