@@ -15,7 +15,11 @@ differently because partials are added in another order, as on any backend):
   ``base`` runs a derived spec ``f(x, i + base, p)`` (see :func:`offset_spec`);
 * a reduce folds the per-chunk partials with the spec's combine in chunk
   order (``Spec.fold``), so an associative, non-commutative combine gives the
-  single-process answer; empty chunks give the identity.
+  single-process answer; empty chunks give the identity;
+* a reduce of a map's ``map_blocks`` result runs one fused kernel per chunk
+  (:func:`fused_reduce_spec`), and a preset's partials of device (CuPy) chunks
+  stay on the device until the aggregate step, so a chunk task never waits for
+  the GPU.
 
 Specs and params travel to workers by pickling: a spec by reference to the
 module that made it (``Spec.__reduce__``), params as their frozen dataclass.
@@ -27,9 +31,10 @@ from __future__ import annotations
 import math
 import sys
 import threading
+import weakref
 from collections.abc import Callable
 from functools import partial
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -41,6 +46,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     raise ImportError("gompute_core.dask needs Dask: pip install 'gompute-core[dask]' "
                       "(dask[array] and distributed)") from exc
 
+from . import specs as _specs
 from .abi.params import params as params_class
 from .errors import InvalidArgument
 from .runtime import checks
@@ -49,14 +55,16 @@ from .specs import Spec, _positional_arity, map_indexed
 from .types import short_name, u64
 
 __all__ = ["map_blocks", "reduce", "gather", "worker_kernel", "close_worker_kernels",
-           "offset_spec"]
+           "offset_spec", "fused_reduce_spec"]
 
 Device = int | Callable[[], int]
 """A device ordinal, or a function a worker calls to get its ordinal."""
 
 _ELEMENTWISE_ARITY = {"map": 1, "map_indexed": 1, "map_to": 1, "zip": 2}
 _INPUT_ROLES = {"map": ("T",), "map_indexed": ("T",), "map_to": ("In",), "zip": ("A", "B")}
-
+MAX_SPLIT_EVERY = 1024
+"""A reduce's default ``split_every``: all partials of up to this many chunks per axis in
+one aggregate task (each tree level is another round of tasks)."""
 
 
 @normalize_token.register(Spec)
@@ -120,11 +128,15 @@ def _check_target(backend: str | None, device: Device | None) -> None:
         checks.count(device, "device")
 
 
+def _library(chunk: Any) -> Any:
+    """The array library (module) of ``chunk``'s type: ``numpy``, ``cupy``, ..."""
+    return sys.modules.get(type(chunk).__module__.partition(".")[0], np)
+
+
 def _contiguous(chunk: Any) -> Any:
     """``chunk`` C-contiguous, by its own array library (NumPy's ``ascontiguousarray`` does
     not dispatch to CuPy: it would copy a CuPy chunk to the host, which CuPy refuses)."""
-    library = sys.modules.get(type(chunk).__module__.partition(".")[0])
-    make = getattr(library, "ascontiguousarray", None)
+    make = getattr(_library(chunk), "ascontiguousarray", None)
     return make(chunk) if make is not None else np.ascontiguousarray(chunk)
 
 
@@ -136,7 +148,7 @@ def _run(spec: Spec, backend: str | None, device: Device | None, *args: Any) -> 
 
 # ------------------------------------------------------------------ map_indexed offsets
 _offset_specs: dict[Spec, tuple[Spec, type]] = {}
-_offset_lock = threading.Lock()
+_derived_lock = threading.Lock()
 
 
 def offset_spec(spec: Spec) -> tuple[Spec, type]:
@@ -148,7 +160,7 @@ def offset_spec(spec: Spec) -> tuple[Spec, type]:
     ``base`` and, when the spec has params, ``inner: P``. Made once per process
     and registered as ``<name>_at_base``.
     """
-    with _offset_lock:
+    with _derived_lock:
         found = _offset_specs.get(spec)
         if found is not None:
             return found
@@ -173,6 +185,90 @@ def offset_spec(spec: Spec) -> tuple[Spec, type]:
                               block_size=spec.block_size)
         _offset_specs[spec] = (derived, Q)
         return derived, Q
+
+
+# ------------------------------------------------------------------ map fused into a reduce
+_fused_specs: dict[tuple[Spec, Spec], tuple[Spec, type]] = {}
+
+
+def _map_stage(spec: Spec) -> Callable[[Any, Any], Any]:
+    """``x, q -> T(spec.fn(x, q.map))``: the map's element function on the fused params."""
+    fn, T = spec.fn, spec.T
+    if spec.params is not None:
+        def stage(x: Any, q: Any) -> Any:
+            return T(fn(x, q.map))
+    elif _positional_arity(spec.name, "kernel function", fn) == 2:
+        def stage(x: Any, q: Any) -> Any:
+            return T(fn(x, q))  # p is unused by a spec without params
+    else:
+        def stage(x: Any, q: Any) -> Any:
+            return T(fn(x))
+    return stage
+
+
+def _pre_stage(spec: Spec) -> Callable[[Any, Any], Any]:
+    """``y, q -> spec.pre(y, q.reduce)`` (``y`` when the reduce has no ``pre``)."""
+    pre = spec.pre
+    if pre is None:
+        def stage(y: Any, q: Any) -> Any:
+            return y
+    elif spec.params is not None:
+        def stage(y: Any, q: Any) -> Any:
+            return pre(y, q.reduce)
+    elif _positional_arity(spec.name, "pre", pre) == 2:
+        def stage(y: Any, q: Any) -> Any:
+            return pre(y, q)  # p is unused by a spec without params
+    else:
+        def stage(y: Any, q: Any) -> Any:
+            return pre(y)
+    return stage
+
+
+def fused_reduce_spec(map_spec: Spec, reduce_spec: Spec) -> tuple[Spec, type]:
+    """A reduce of ``reduce_spec`` whose ``pre`` first applies the map ``map_spec``, and its
+    params class.
+
+    The derived spec folds ``pre(T(f(x, q.map)), q.reduce)`` with the reduce's combine,
+    identity, preset and block size: one kernel reads each element once, where the map
+    then the reduce would copy the chunk, write it and read it again. The params class
+    ``<map>_into_<reduce>_params`` holds ``map`` and ``reduce`` (each only when that spec
+    has params; it may have no fields). Made once per process, registered as
+    ``<map>_into_<reduce>``.
+    """
+    with _derived_lock:
+        key = (map_spec, reduce_spec)
+        found = _fused_specs.get(key)
+        if found is not None:
+            return found
+        map_stage, pre_stage = _map_stage(map_spec), _pre_stage(reduce_spec)
+
+        def fused(x: Any, q: Any) -> Any:
+            return pre_stage(map_stage(x, q), q)
+
+        name = f"{map_spec.name}_into_{reduce_spec.name}"
+        fields = {role: P for role, P in (("map", map_spec.params),
+                                          ("reduce", reduce_spec.params)) if P is not None}
+        Q = params_class(type(f"{name}_params", (), {
+            "__annotations__": fields, "__module__": __name__,
+            "__doc__": f"Params of {map_spec.name!r} fused into {reduce_spec.name!r}."}))
+        T, bs = reduce_spec.T, reduce_spec.block_size
+        if reduce_spec.preset is not None:
+            make = getattr(_specs, reduce_spec.preset)
+            derived = make(name, T, Q, fused, block_size=bs)
+        else:
+            derived = _specs.reduce(name, T, Q, reduce_spec.combine, reduce_spec.identity,
+                                    fused, block_size=bs)
+        _fused_specs[key] = (derived, Q)
+        return derived, Q
+
+
+def _fused_params(map_spec: Spec, map_p: Any, reduce_spec: Spec, p: Any) -> tuple[Spec, Any]:
+    """The fused spec of ``map_spec`` into ``reduce_spec`` and its params instance."""
+    derived, Q = fused_reduce_spec(map_spec, reduce_spec)
+    values = {role: value for role, value, P in (("map", map_p, map_spec.params),
+                                                 ("reduce", p, reduce_spec.params))
+              if P is not None}
+    return derived, Q(**values)
 
 
 # ------------------------------------------------------------------ chunk functions
@@ -222,20 +318,64 @@ _CHUNK_FUNCTIONS: dict[str, Callable[..., Any]] = {
 }
 
 
-def _reduce_chunk(data: Any, axis: Any, keepdims: bool, *, spec: Spec, p: Any,
-                  backend: str | None, device: Device | None) -> np.ndarray:
-    """One chunk's partial (``pre`` applied, then the spec's reduce), shape ``(1,)*ndim``."""
+def _on_device(chunk: Any) -> bool:
+    """True for a device array chunk (CuPy and other ``__cuda_array_interface__`` arrays)."""
+    return not isinstance(chunk, np.ndarray) and hasattr(chunk, "__cuda_array_interface__")
+
+
+def _device_fold(spec: Spec, partials: Any) -> Any:
+    """A preset's fold of device ``partials`` (non-empty) by their own array library: a 0-d
+    device array, enqueued on the library's stream without waiting for it."""
     T = spec.T
+    if spec.preset == "sum":
+        return partials.sum(dtype=T)
+    if spec.preset == "min":
+        return partials.min()
+    if spec.preset == "max":
+        return partials.max()
+    nonzero = partials != 0
+    return (nonzero.any() if spec.preset == "any" else nonzero.all()).astype(T)
+
+
+def _reduce_chunk(data: Any, axis: Any, keepdims: bool, *, spec: Spec, p: Any,
+                  backend: str | None, device: Device | None,
+                  map_step: tuple[Spec, Any] | None = None) -> Any:
+    """One chunk's partial (``pre`` applied, then the spec's reduce), shape ``(1,)*ndim``.
+
+    ``map_step`` ``(map_spec, map_p)``: reduce ``map_spec`` applied to the chunk (one
+    fused kernel, :func:`fused_reduce_spec`). A device chunk reduced by a preset keeps
+    its partial on the device (launched and folded without synchronizing); otherwise
+    the partial is a NumPy array.
+    """
+    T, shape = spec.T, (1,) * data.ndim
+    run_spec, run_p = spec, p
+    if map_step is not None:
+        run_spec, run_p = _fused_params(map_step[0], map_step[1], spec, p)
+    if not (_on_device(data) and spec.preset is not None):
+        value = T(spec.identity) if data.size == 0 else \
+            _run(run_spec, backend, device, _contiguous(data), run_p)
+        return np.full(shape, value, dtype=T)
+    library = _library(data)
     if data.size == 0:
-        partial_value = T(spec.identity)
-    else:
-        partial_value = _run(spec, backend, device, _contiguous(data), p)
-    return np.full((1,) * data.ndim, partial_value, dtype=T)
+        return library.full(shape, spec.identity, dtype=T)
+    kernel, _ = worker_kernel(run_spec, backend, device)
+    n = data.size
+    blocks = kernel.reduce_blocks(n)
+    partials = library.empty(blocks, dtype=T)
+    kernel.launch(_contiguous(data).reshape(-1), n, partials, blocks, run_p)  # thread-safe
+    return _device_fold(spec, partials).reshape(shape)
 
 
-def _fold_partials(partials: np.ndarray, axis: Any, keepdims: bool, *,
-                   spec: Spec) -> Any:
-    """Fold a block of partials (concatenated in chunk order) with ``Spec.fold``."""
+def _fold_partials(partials: Any, axis: Any, keepdims: bool, *, spec: Spec) -> Any:
+    """Fold a block of partials (concatenated in chunk order) with ``Spec.fold``.
+
+    Device partials stay on the device in the combine steps (``keepdims``) and come to
+    the host once, in the aggregate step, as the ``T`` scalar of the result.
+    """
+    if _on_device(partials):
+        if keepdims:
+            return _device_fold(spec, partials.reshape(-1)).reshape((1,) * partials.ndim)
+        partials = _library(partials).asnumpy(partials)
     value = spec.fold(np.asarray(partials, dtype=spec.T).reshape(-1))
     if keepdims:
         return np.full((1,) * partials.ndim, value, dtype=spec.T)
@@ -314,21 +454,57 @@ def map_blocks(spec: Spec, *arrays: Any, p: Any = None, backend: str | None = No
     _check_target(backend, device)
     out_type = spec.T if spec.kind in ("map", "map_indexed") else spec.Out
     meta = meta_from_array(arrays[0], dtype=out_type)  # NumPy, or CuPy for CuPy chunks
-    return da.map_blocks(_CHUNK_FUNCTIONS[spec.kind], *arrays, dtype=out_type, meta=meta,
-                         token=f"gompute-{spec.name}", spec=spec, p=p, backend=backend,
-                         device=device)
+    result = da.map_blocks(_CHUNK_FUNCTIONS[spec.kind], *arrays, dtype=out_type, meta=meta,
+                           token=f"gompute-{spec.name}", spec=spec, p=p, backend=backend,
+                           device=device)
+    if spec.kind == "map":
+        _remember_map(result, _MapStep(spec, arrays[0], p, backend, device))
+    return result
+
+
+class _MapStep(NamedTuple):
+    """How a ``map_blocks`` result of a map was made: what ``reduce`` fuses into its chunks."""
+
+    spec: Spec
+    source: Any
+    p: Any
+    backend: str | None
+    device: Device | None
+
+
+_map_steps: dict[int, _MapStep] = {}
+"""``map_blocks`` results of maps that are alive, by the identity of their graph layer: an
+array with that layer under its name is that map (a persisted or otherwise rebuilt array
+has another layer, and is reduced as it is)."""
+
+
+def _layer(array: Any) -> Any:
+    return array.dask.layers.get(array.name)
+
+
+def _remember_map(result: Any, step: _MapStep) -> None:
+    key = id(_layer(result))  # the layer lives at least as long as the result
+    with _derived_lock:
+        _map_steps[key] = step
+    weakref.finalize(result, _map_steps.pop, key, None)
 
 
 def reduce(spec: Spec, array: Any, p: Any = None, *, backend: str | None = None,
-           device: Device | None = None, split_every: int | None = None) -> Any:
+           device: Device | None = None, split_every: int | None = None,
+           fuse: bool = True) -> Any:
     """A lazy 0-d ``dask.array`` holding the reduce of every element of ``array``.
 
-    Each chunk's partial is ``Kernel.run`` of the spec (``pre`` applied); the
+    Each chunk's partial is the spec's reduce of the chunk (``pre`` applied); the
     partials are folded with the spec's combine in chunk order (``Spec.fold``),
-    in a tree of ``split_every`` partials at a time. ``.compute()`` gives a
+    ``split_every`` partials at a time (default: every chunk's partial in one
+    aggregate task, up to :data:`MAX_SPLIT_EVERY` per axis). ``.compute()`` gives a
     ``T`` scalar equal to the single-process run (float sums up to rounding).
     A custom combine needs chunks that are contiguous in the flattened array
     (axis 0 split only); presets accept any chunking.
+
+    With ``fuse`` (the default), an ``array`` that is ``map_blocks`` of a map on the
+    same ``backend`` and ``device`` is not materialised: each chunk task runs one
+    kernel reducing ``map(x)`` (:func:`fused_reduce_spec`) on the map's input chunk.
     """
     if not isinstance(spec, Spec) or spec.kind != "reduce":
         raise InvalidArgument(f"spec: expected a reduce spec (g.reduce, g.sum, ...), got "
@@ -339,7 +515,15 @@ def reduce(spec: Spec, array: Any, p: Any = None, *, backend: str | None = None,
                                           "element order)")
     checks.params(p, spec.params, spec.name)
     _check_target(backend, device)
-    chunk = partial(_reduce_chunk, spec=spec, p=p, backend=backend, device=device)
+    step = _map_steps.get(id(_layer(array))) if fuse else None
+    map_step = None
+    if step is not None and step.backend == backend and step.device == device:
+        array, map_step = step.source, (step.spec, step.p)
+    if split_every is None:
+        split_every = {axis: min(max(blocks, 2), MAX_SPLIT_EVERY)
+                       for axis, blocks in enumerate(array.numblocks)}
+    chunk = partial(_reduce_chunk, spec=spec, p=p, backend=backend, device=device,
+                    map_step=map_step)
     fold = partial(_fold_partials, spec=spec)
     return da.reduction(array, chunk, fold, combine=fold, axis=None, keepdims=False,
                         dtype=spec.T, split_every=split_every, concatenate=True,

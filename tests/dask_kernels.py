@@ -80,6 +80,21 @@ def square(x):
     return x * x
 
 
+def stride_plus_one(x, p):
+    """map i64 with params: ``x * k + 1``."""
+    return x * p.k + 1
+
+
+def twice(x):
+    """map i64 without params."""
+    return x * 2
+
+
+def minus_three(x, p):
+    """map f64 taking ``p`` although the spec has no params (``p`` unused)."""
+    return x - 3.0
+
+
 def worker_device():
     """A ``device=`` function: called in the worker (the CPU backend has device 0)."""
     import distributed
@@ -94,6 +109,9 @@ indexed = g.map_indexed("dask_indexed", g.i64, Stride, with_index)
 indexed_plain = g.map_indexed("dask_indexed_plain", g.u64, None, index_only)
 indexed_unused_p = g.map_indexed("dask_indexed_unused_p", g.i64, None, plus_index)
 indexed_stride = g.map_indexed("dask_indexed_stride", g.i64, Stride, stride_index)
+strided = g.map("dask_strided", g.i64, Stride, stride_plus_one)
+doubled = g.map("dask_doubled", g.i64, None, twice)
+shifted_down = g.map("dask_shifted_down", g.f64, None, minus_three)
 total = g.sum("dask_total", g.i64)
 squares = g.sum("dask_squares", g.f64, None, square)
 smallest = g.min("dask_smallest", g.f32)

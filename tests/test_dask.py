@@ -7,6 +7,7 @@ are uneven and include an empty one.
 
 from __future__ import annotations
 
+import gc
 import os
 import pickle
 import subprocess
@@ -18,6 +19,7 @@ import pytest
 pytest.importorskip("dask.array")
 distributed = pytest.importorskip("distributed")
 
+import dask  # noqa: E402
 import dask.array as da  # noqa: E402
 
 import gompute_core as g  # noqa: E402
@@ -176,6 +178,113 @@ def test_custom_reduce_rejects_chunks_that_are_not_flat_ranges():
     grid = da.zeros((10, 10), dtype=np.int64, chunks=(10, 5))
     with pytest.raises(g.InvalidArgument, match="custom combine of 'dask_last_multiple'"):
         gd.reduce(K.last_multiple, grid, K.Modulus(m=3))
+
+
+# ------------------------------------------------------------------ map fused into a reduce
+MANY = ((50,) * 6 + (0,) + (100,) * 7,)  # 14 chunks, one empty
+
+
+def layers_named(array, spec):
+    return [name for name in array.dask.layers if name.startswith(f"gompute-{spec.name}-")]
+
+
+def test_map_then_reduce_is_one_task_per_chunk(client):
+    x = rng().integers(-10**6, 10**6, N).astype(np.int64)
+    source = chunked(x, MANY)
+    y = gd.map_blocks(K.doubled, source, backend="cpu")
+    fused = gd.reduce(K.total, y, backend="cpu")
+    apart = gd.reduce(K.total, y, backend="cpu", fuse=False)
+    # fused: the map's layer is gone, its function runs in the reduce's kernel
+    assert layers_named(fused, K.doubled) == [] and layers_named(apart, K.doubled)
+    loads = len(dask.optimize(source)[0].__dask_graph__())  # from_array's getters
+    for work in (fused, apart):  # Dask fuses the blockwise steps: one task per chunk
+        (optimized,) = dask.optimize(work)  # and every partial into one aggregate task
+        assert len(optimized.__dask_graph__()) == loads + len(MANY[0]) + 1
+    got_fused, got_apart = (fut.result() for fut in client.compute([fused, apart]))
+    assert got_fused == got_apart == (x * 2).sum() == single(K.total, single(K.doubled,
+                                                                              x.copy()))
+    assert type(got_fused) is np.int64
+
+
+def test_fused_custom_reduce_with_params_on_both_sides(client):
+    x = rng().integers(1, 10**6, N).astype(np.int64)
+    k, m = K.Stride(k=5), K.Modulus(m=7)
+    y = x * 5 + 1
+    multiples = np.flatnonzero(y % 7 == 0)
+    assert len(multiples) > 20  # several chunks hold one: the order of partials matters
+    for split_every in (None, 2, 3):
+        s = gd.reduce(K.last_multiple, gd.map_blocks(K.strided, chunked(x, MANY), p=k), m,
+                      split_every=split_every)
+        assert layers_named(s, K.strided) == []
+        got = client.compute(s).result()
+        assert got == y[multiples[-1]] == single(K.last_multiple, single(K.strided,
+                                                                         x.copy(), k), m)
+
+
+def test_fused_map_without_params_into_sum_with_pre(client):
+    f = rng().integers(-1000, 1000, N).astype(np.float64)  # exact squares and sums
+    s = gd.reduce(K.squares, gd.map_blocks(K.shifted_down, chunked(f)))
+    assert layers_named(s, K.shifted_down) == []
+    assert client.compute(s).result() == ((f - 3) ** 2).sum()
+    spec, Q = gd.fused_reduce_spec(K.shifted_down, K.squares)
+    assert spec.name == "dask_shifted_down_into_dask_squares" and spec.preset == "sum"
+    assert single(spec, f, Q()) == ((f - 3) ** 2).sum()
+
+
+def test_no_fusion_across_targets_of_persisted_maps_or_after_the_map_is_gone():
+    x = chunked(np.arange(N, dtype=np.int64))
+    y = gd.map_blocks(K.doubled, x)  # backend None: AutoKernel, not the reduce's "cpu"
+    s = gd.reduce(K.total, y, backend="cpu")
+    assert layers_named(s, K.doubled)
+    assert s.compute(scheduler="sync") == np.arange(N).sum() * 2
+    # a persisted map is reduced as it is (its values, not the map run again)
+    kept = gd.map_blocks(K.doubled, x, backend="cpu").persist(scheduler="sync")
+    s = gd.reduce(K.total, kept, backend="cpu")
+    assert layers_named(s, K.doubled)
+    assert s.compute(scheduler="sync") == np.arange(N).sum() * 2
+    key = id(gd._layer(y))
+    assert key in gd._map_steps
+    del y
+    gc.collect()
+    assert key not in gd._map_steps
+
+
+def cuda_and_cupy():
+    """CuPy, or a skip where CuPy or a CUDA device is missing."""
+    from gompute_core.plugins import manager
+
+    if not any(r.name == "cuda" for r in manager.backends()):
+        pytest.skip("gompute-cuda not installed")
+    available = manager.probe("cuda")
+    if not available.available:
+        pytest.skip(f"CUDA unavailable: {available.reason}")
+    return pytest.importorskip("cupy")
+
+
+def test_cupy_chunks_keep_partials_on_the_device(client):
+    cp = cuda_and_cupy()
+    x = rng().integers(-10**6, 10**6, N).astype(np.int64)
+    # a preset's chunk step leaves a device array (launched without synchronizing)
+    partial = gd._reduce_chunk(cp.asarray(x), None, True, spec=K.total, p=None,
+                               backend="cuda", device=None, map_step=(K.doubled, None))
+    assert isinstance(partial, cp.ndarray) and int(partial[0]) == (x * 2).sum()
+    chunks = da.from_array(cp.asarray(x), chunks=MANY, asarray=False)
+    fused = gd.reduce(K.total, gd.map_blocks(K.doubled, chunks, backend="cuda"),
+                      backend="cuda", split_every=3)
+    smallest = gd.reduce(K.smallest, gd.map_blocks(
+        K.affine_map, da.from_array(cp.asarray(x.astype(np.float32)), chunks=MANY,
+                                    asarray=False), p=K.Affine(scale=-1, shift=2),
+        backend="cuda"), backend="cuda")
+    custom = gd.reduce(K.last_multiple, gd.map_blocks(K.strided, chunks, p=K.Stride(k=5),
+                                                      backend="cuda"),
+                       K.Modulus(m=7), backend="cuda")
+    y = x * 5 + 1
+    expected = ((x * 2).sum(), (x.astype(np.float32) * -1 + 2).min(),
+                y[np.flatnonzero(y % 7 == 0)[-1]])
+    for got in (dask.compute(fused, smallest, custom, scheduler="sync"),
+                [fut.result() for fut in client.compute([fused, smallest, custom])]):
+        assert tuple(got) == expected
+        assert [type(v) for v in got] == [np.int64, np.float32, np.int64]
 
 
 # ------------------------------------------------------------------ gather
