@@ -24,6 +24,7 @@ and wrapped as memory we never free. :func:`as_buffer` and
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -219,7 +220,7 @@ def from_cai(obj: Any, cai: dict[str, Any], role: str) -> Foreign:
     if cai.get("mask") is not None:
         raise InvalidArgument(f"{role}: masked CUDA arrays are not supported")
     strides = cai.get("strides")
-    size = int(np.prod(shape, dtype=np.int64))
+    size = math.prod(shape)
     if strides is not None and size > 1:
         expect = dtype.itemsize
         for n, st in zip(reversed(shape), reversed(tuple(strides)), strict=True):
@@ -235,6 +236,15 @@ def from_cai(obj: Any, cai: dict[str, Any], role: str) -> Foreign:
                    stream, obj)
 
 
+def orders_itself(obj: Any, cai: dict[str, Any]) -> bool:
+    """Whether ``obj``'s CUDA Array Interface ``cai`` is the one to consume it by: a v3
+    interface names the stream its data is pending on; an older one names none and
+    promises nothing (JAX's, v2, does not wait for the computation producing the array),
+    so an object that also speaks DLPack is taken through ``__dlpack__(stream=ours)``,
+    where the producer orders itself before our stream."""
+    return cai.get("version", 0) >= 3 or not hasattr(obj, "__dlpack__")
+
+
 def _dlpack(obj: Any, role: str, kind: int | None, stream: int | None) -> Foreign:
     dev = tuple(obj.__dlpack_device__())
     if dev[0] == dlpack.KDL_CPU:
@@ -247,7 +257,7 @@ def _dlpack(obj: Any, role: str, kind: int | None, stream: int | None) -> Foreig
     except TypeError:  # a producer from before DLPack 1.0
         capsule = obj.__dlpack__(stream=stream)
     t = dlpack.consume(capsule, role)
-    size = int(np.prod(t.shape, dtype=np.int64))
+    size = math.prod(t.shape)
     return Foreign(t.addr, t.dtype, t.shape, size, t.readonly, t.device, None, t.hold)
 
 
@@ -256,12 +266,13 @@ def describe(obj: Any, role: str, kind: int | None = None,
     """Describe a foreign array for a consumer on a device of DLPack type ``kind``
     (``stream``: the consumer's stream handle, passed to ``__dlpack__``). NumPy arrays
     and host-memory producers give a NumPy view; on a CUDA consumer the CUDA Array
-    Interface is preferred (no capsule), DLPack otherwise."""
+    Interface is preferred (no capsule), DLPack otherwise, and DLPack also where the
+    interface is older than v3 (:func:`orders_itself`)."""
     if isinstance(obj, np.ndarray):
         return _from_host(obj, role)
     if kind != dlpack.KDL_ROCM:
         cai = getattr(obj, "__cuda_array_interface__", None)
-        if cai is not None:
+        if cai is not None and orders_itself(obj, cai):
             return from_cai(obj, cai, role)
     if hasattr(obj, "__dlpack__"):
         return _dlpack(obj, role, kind, stream)
