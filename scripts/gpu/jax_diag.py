@@ -72,10 +72,10 @@ def main() -> None:
     primaries = {}
     for i in range(count.value):
         d = cuda_device.cuda().Device(i)
-        handle = ctypes.c_void_p()
-        code = lib.cuDevicePrimaryCtxRetain(ctypes.byref(handle), i)
         flags, active = ctypes.c_uint(), ctypes.c_int()
         lib.cuDevicePrimaryCtxGetState(i, ctypes.byref(flags), ctypes.byref(active))
+        handle = ctypes.c_void_p()
+        code = lib.cuDevicePrimaryCtxRetain(ctypes.byref(handle), i)
         primaries[handle.value] = i
         print(f"  GPU {i} {d.name()}: primary context {handle.value or 0:#x} (retain "
               f"{code}), flags {flags.value:#x}, active {active.value}")
@@ -125,7 +125,8 @@ def main() -> None:
         return f"stream {stream:#x} of context {context_of(h.value)} (cuStreamGetCtx {code})"
 
     print(current())
-    step("import jax; jax.devices('gpu')", lambda: __import__("jax").devices("gpu"))
+    if step("import jax; jax.devices('gpu')", lambda: __import__("jax").devices("gpu")) is None:
+        return
     import jax
     import jax.numpy as jnp
 
