@@ -239,9 +239,10 @@ def from_cai(obj: Any, cai: dict[str, Any], role: str) -> Foreign:
 def orders_itself(obj: Any, cai: dict[str, Any]) -> bool:
     """Whether ``obj``'s CUDA Array Interface ``cai`` is the one to consume it by: a v3
     interface names the stream its data is pending on; an older one names none and
-    promises nothing (JAX's, v2, does not wait for the computation producing the array),
-    so an object that also speaks DLPack is taken through ``__dlpack__(stream=ours)``,
-    where the producer orders itself before our stream."""
+    promises nothing (JAX's and torch's are v2: JAX does not wait for the computation
+    producing the array, torch's may be pending on a side stream), so an object that also
+    speaks DLPack is taken through ``__dlpack__(stream=ours)``, where the producer orders
+    itself before our stream."""
     return cai.get("version", 0) >= 3 or not hasattr(obj, "__dlpack__")
 
 
