@@ -215,10 +215,13 @@ class CudaDevice(Device):
                 check(lib.cuEventCreate(ctypes.byref(event), CU_EVENT_DISABLE_TIMING),
                       EventFailed, "cuda: cuEventCreate")
                 self._order_event = event
-            check(lib.cuEventRecord(self._order_event, ctypes.c_void_p(signaller)),
-                  EventFailed, f"cuda: cuEventRecord on stream {signaller:#x}")
-            check(lib.cuStreamWaitEvent(ctypes.c_void_p(waiter), self._order_event, 0),
-                  EventFailed, f"cuda: cuStreamWaitEvent on stream {waiter:#x}")
+            # on every launch with a foreign stream: the messages are built only on failure
+            code = lib.cuEventRecord(self._order_event, ctypes.c_void_p(signaller))
+            if code:
+                check(code, EventFailed, f"cuda: cuEventRecord on stream {signaller:#x}")
+            code = lib.cuStreamWaitEvent(ctypes.c_void_p(waiter), self._order_event, 0)
+            if code:
+                check(code, EventFailed, f"cuda: cuStreamWaitEvent on stream {waiter:#x}")
 
     def _load(self, artifact: Artifact, kernel: KernelIR, args: ArgBuffer) -> CudaLauncher:
         """Load ``artifact`` once per image (through libcuda: the launcher calls
