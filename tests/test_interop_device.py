@@ -15,6 +15,7 @@ from pybackend import PackedPyDevice, PyBackend, PyBuffer
 import gompute_core as g
 from gompute_core import dlpack
 from gompute_core.errors import InvalidArgument
+from gompute_core.kinds import foreign
 from gompute_core.plugins import manager
 
 _ids = itertools.count()
@@ -246,11 +247,13 @@ class JaxLikeArray(GpuArray):
 def test_an_interface_before_v3_with_dlpack_is_taken_through_dlpack(fake: Any) -> None:
     with g.Kernel(g.map(uname(), g.f32, None, inc), "fakegpu") as k:
         ours = k.context.stream_handle(k.stream)
+        foreign.PROBES.pop(JaxLikeArray, None)
         x = JaxLikeArray(np.arange(4))
         assert k.run(x) is x
         k.launch(x, 4)
         np.testing.assert_array_equal(x.host, np.arange(4) + 2)
         assert x.dlpack_streams == [ours, ours]  # the producer was told our stream each time
+        assert x.reads == 3  # after the first call, its version only (the type is known)
         v2 = GpuArray(np.zeros(3))  # v2 and no DLPack: the interface is all there is
         v2.stream = None
         k.run(v2)
@@ -286,8 +289,6 @@ def test_a_cached_read_only_array_is_still_refused_where_written(fake: Any) -> N
 
 def test_the_description_goes_with_the_object(fake: Any) -> None:
     import gc
-
-    from gompute_core.kinds import foreign
 
     with g.Kernel(g.map(uname(), g.f32, None, inc), "fakegpu") as k:
         x = GpuArray(np.zeros(4))

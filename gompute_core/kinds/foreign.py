@@ -54,6 +54,7 @@ producer's current stream."""
 def _cai_probe(obj: Any) -> tuple[Any, int | None, dict[str, Any]]:
     cai = obj.__cuda_array_interface__
     if not orders_itself(obj, cai):
+        PROBES[type(obj)] = None  # its type's objects are described (DLPack) from now on
         raise AttributeError("a CUDA Array Interface before v3: taken through DLPack")
     return cai_key(cai), cai.get("stream") if cai.get("version", 0) >= 3 else None, cai
 
