@@ -246,6 +246,15 @@ def orders_itself(obj: Any, cai: dict[str, Any]) -> bool:
     return cai.get("version", 0) >= 3 or not hasattr(obj, "__dlpack__")
 
 
+def _readonly(cai: dict[str, Any]) -> bool:
+    """The read-only flag of a CUDA Array Interface (False where it is malformed: the
+    interface is not what describes the array then)."""
+    try:
+        return bool(cai["data"][1])
+    except (KeyError, TypeError, IndexError):
+        return False
+
+
 def _dlpack(obj: Any, role: str, kind: int | None, stream: int | None) -> Foreign:
     dev = tuple(obj.__dlpack_device__())
     if dev[0] == dlpack.KDL_CPU:
@@ -273,8 +282,12 @@ def describe(obj: Any, role: str, kind: int | None = None,
         return _from_host(obj, role)
     if kind != dlpack.KDL_ROCM:
         cai = getattr(obj, "__cuda_array_interface__", None)
-        if cai is not None and orders_itself(obj, cai):
-            return from_cai(obj, cai, role)
+        if cai is not None:
+            if orders_itself(obj, cai):
+                return from_cai(obj, cai, role)
+            f = _dlpack(obj, role, kind, stream)
+            f.readonly = f.readonly or _readonly(cai)  # JAX's arrays say so only there
+            return f
     if hasattr(obj, "__dlpack__"):
         return _dlpack(obj, role, kind, stream)
     if hasattr(obj, "__array_interface__") or hasattr(obj, "__array_struct__"):

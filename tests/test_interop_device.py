@@ -224,8 +224,8 @@ class JaxLikeArray(GpuArray):
     """What JAX exposes: a CUDA Array Interface v2 (no stream: its data may still be
     pending) and DLPack, whose ``__dlpack__(stream=s)`` makes ``s`` wait for the data."""
 
-    def __init__(self, values: Any, dtype: Any = np.float32) -> None:
-        super().__init__(values, dtype)
+    def __init__(self, values: Any, dtype: Any = np.float32, *, readonly: bool = False) -> None:
+        super().__init__(values, dtype, readonly=readonly)
         self.dlpack_streams: list[Any] = []
 
     @property
@@ -254,6 +254,11 @@ def test_an_interface_before_v3_with_dlpack_is_taken_through_dlpack(fake: Any) -
         np.testing.assert_array_equal(x.host, np.arange(4) + 2)
         assert x.dlpack_streams == [ours, ours]  # the producer was told our stream each time
         assert x.reads == 3  # after the first call, its version only (the type is known)
+        immutable = JaxLikeArray(np.zeros(2), readonly=True)  # read-only in the interface only
+        with pytest.raises(InvalidArgument, match="data: the array is read-only"):
+            k.run(immutable)
+        with pytest.raises(InvalidArgument, match="launch: buf: the array is read-only"):
+            k.launch(immutable, 2)
         v2 = GpuArray(np.zeros(3))  # v2 and no DLPack: the interface is all there is
         v2.stream = None
         k.run(v2)
