@@ -24,6 +24,7 @@ and wrapped as memory we never free. :func:`as_buffer` and
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -219,7 +220,7 @@ def from_cai(obj: Any, cai: dict[str, Any], role: str) -> Foreign:
     if cai.get("mask") is not None:
         raise InvalidArgument(f"{role}: masked CUDA arrays are not supported")
     strides = cai.get("strides")
-    size = int(np.prod(shape, dtype=np.int64))
+    size = math.prod(shape)
     if strides is not None and size > 1:
         expect = dtype.itemsize
         for n, st in zip(reversed(shape), reversed(tuple(strides)), strict=True):
@@ -235,6 +236,25 @@ def from_cai(obj: Any, cai: dict[str, Any], role: str) -> Foreign:
                    stream, obj)
 
 
+def orders_itself(obj: Any, cai: dict[str, Any]) -> bool:
+    """Whether ``obj``'s CUDA Array Interface ``cai`` is the one to consume it by: a v3
+    interface names the stream its data is pending on; an older one names none and
+    promises nothing (JAX's and torch's are v2: JAX does not wait for the computation
+    producing the array, torch's may be pending on a side stream), so an object that also
+    speaks DLPack is taken through ``__dlpack__(stream=ours)``, where the producer orders
+    itself before our stream."""
+    return cai.get("version", 0) >= 3 or not hasattr(obj, "__dlpack__")
+
+
+def _readonly(cai: dict[str, Any]) -> bool:
+    """The read-only flag of a CUDA Array Interface (False where it is malformed: the
+    interface is not what describes the array then)."""
+    try:
+        return bool(cai["data"][1])
+    except (KeyError, TypeError, IndexError):
+        return False
+
+
 def _dlpack(obj: Any, role: str, kind: int | None, stream: int | None) -> Foreign:
     dev = tuple(obj.__dlpack_device__())
     if dev[0] == dlpack.KDL_CPU:
@@ -247,7 +267,7 @@ def _dlpack(obj: Any, role: str, kind: int | None, stream: int | None) -> Foreig
     except TypeError:  # a producer from before DLPack 1.0
         capsule = obj.__dlpack__(stream=stream)
     t = dlpack.consume(capsule, role)
-    size = int(np.prod(t.shape, dtype=np.int64))
+    size = math.prod(t.shape)
     return Foreign(t.addr, t.dtype, t.shape, size, t.readonly, t.device, None, t.hold)
 
 
@@ -256,13 +276,18 @@ def describe(obj: Any, role: str, kind: int | None = None,
     """Describe a foreign array for a consumer on a device of DLPack type ``kind``
     (``stream``: the consumer's stream handle, passed to ``__dlpack__``). NumPy arrays
     and host-memory producers give a NumPy view; on a CUDA consumer the CUDA Array
-    Interface is preferred (no capsule), DLPack otherwise."""
+    Interface is preferred (no capsule), DLPack otherwise, and DLPack also where the
+    interface is older than v3 (:func:`orders_itself`)."""
     if isinstance(obj, np.ndarray):
         return _from_host(obj, role)
     if kind != dlpack.KDL_ROCM:
         cai = getattr(obj, "__cuda_array_interface__", None)
         if cai is not None:
-            return from_cai(obj, cai, role)
+            if orders_itself(obj, cai):
+                return from_cai(obj, cai, role)
+            f = _dlpack(obj, role, kind, stream)
+            f.readonly = f.readonly or _readonly(cai)  # JAX's arrays say so only there
+            return f
     if hasattr(obj, "__dlpack__"):
         return _dlpack(obj, role, kind, stream)
     if hasattr(obj, "__array_interface__") or hasattr(obj, "__array_struct__"):

@@ -177,6 +177,40 @@ def test_jax_in_and_out() -> None:
         np.testing.assert_array_equal(np.asarray(y), np.arange(100, dtype=np.float32))
 
 
+def test_a_context_another_library_left_current_is_taken_back() -> None:
+    """XLA makes its own context current with cuCtxSetCurrent and leaves it there (on a
+    machine with several GPUs, another device's); a kernel loaded and run afterwards must
+    still be loaded into, and run in, our context (it failed with CUresult 400)."""
+    import ctypes
+
+    from gompute_cuda.driver import libcuda
+
+    lib = libcuda()
+    dev = manager.open_device("cuda", 0)
+    dev.synchronize()  # our context is the main thread's current one
+    other, create = ctypes.c_void_p(), getattr(lib, "cuCtxCreate_v2", None)
+    if create is None or create(ctypes.byref(other), 0, 0) != 0:
+        pytest.skip("cuCtxCreate_v2 unavailable")
+    try:
+        popped = ctypes.c_void_p()
+        assert lib.cuCtxPopCurrent_v2(ctypes.byref(popped)) == 0  # ours is current again
+        assert lib.cuCtxSetCurrent(other) == 0  # and replaced, as XLA does
+        with g.Kernel(g.map(uname(), g.f32, None, inc), "cuda") as k:  # a new module
+            x = np.zeros(5000, np.float32)
+            k.run(x)
+            buf = k.alloc(5000)
+            buf.fill(0)
+            assert lib.cuCtxSetCurrent(other) == 0
+            k.launch(buf, 5000)
+            k.context.synchronize()
+            out = np.empty(5000, np.float32)
+            buf.download(out)
+        assert x.min() == 1 and out.min() == 1
+    finally:
+        lib.cuCtxSetCurrent(ctypes.c_void_p(dev._ctx_handle))
+        lib.cuCtxDestroy_v2(other)
+
+
 # ---------------------------------------------------------------------------- stream order
 _SPIN = r"""
 extern "C" __global__ void spin_then_fill(float* x, int n, long long cycles, float v) {

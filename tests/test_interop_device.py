@@ -15,6 +15,7 @@ from pybackend import PackedPyDevice, PyBackend, PyBuffer
 import gompute_core as g
 from gompute_core import dlpack
 from gompute_core.errors import InvalidArgument
+from gompute_core.kinds import foreign
 from gompute_core.plugins import manager
 
 _ids = itertools.count()
@@ -217,3 +218,88 @@ def test_dlpack_export_orders_the_consumer_stream(fake: Any) -> None:
     buf.__dlpack__(stream=None)  # the legacy default stream: ordered already
     buf.__dlpack__(stream=-1)  # the consumer asks for no ordering
     assert dev.orders == []
+
+
+class JaxLikeArray(GpuArray):
+    """What JAX exposes: a CUDA Array Interface v2 (no stream: its data may still be
+    pending) and DLPack, whose ``__dlpack__(stream=s)`` makes ``s`` wait for the data."""
+
+    def __init__(self, values: Any, dtype: Any = np.float32, *, readonly: bool = False) -> None:
+        super().__init__(values, dtype, readonly=readonly)
+        self.dlpack_streams: list[Any] = []
+
+    @property
+    def __cuda_array_interface__(self) -> dict[str, Any]:
+        cai = dict(super().__cuda_array_interface__, version=2)
+        del cai["stream"]
+        return cai
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return dlpack.KDL_CUDA, self.ordinal
+
+    def __dlpack__(self, *, stream: Any = None, max_version: Any = None) -> Any:
+        self.dlpack_streams.append(stream)
+        return dlpack.export(self.host.ctypes.data, self.host.dtype, self.host.shape,
+                             (dlpack.KDL_CUDA, self.ordinal), self,
+                             versioned=max_version is not None)
+
+
+def test_an_interface_before_v3_with_dlpack_is_taken_through_dlpack(fake: Any) -> None:
+    with g.Kernel(g.map(uname(), g.f32, None, inc), "fakegpu") as k:
+        ours = k.context.stream_handle(k.stream)
+        foreign.PROBES.pop(JaxLikeArray, None)
+        x = JaxLikeArray(np.arange(4))
+        assert k.run(x) is x
+        k.launch(x, 4)
+        np.testing.assert_array_equal(x.host, np.arange(4) + 2)
+        assert x.dlpack_streams == [ours, ours]  # the producer was told our stream each time
+        assert x.reads == 3  # after the first call, its version only (the type is known)
+        immutable = JaxLikeArray(np.zeros(2), readonly=True)  # read-only in the interface only
+        with pytest.raises(InvalidArgument, match="data: the array is read-only"):
+            k.run(immutable)
+        with pytest.raises(InvalidArgument, match="launch: buf: the array is read-only"):
+            k.launch(immutable, 2)
+        v2 = GpuArray(np.zeros(3))  # v2 and no DLPack: the interface is all there is
+        v2.stream = None
+        k.run(v2)
+        assert v2.host.tolist() == [1, 1, 1] and k.context.orders == []
+
+
+def test_run_checks_a_device_array_once_and_again_when_it_changes(fake: Any) -> None:
+    with g.Kernel(g.map(uname(), g.f32, None, inc), "fakegpu") as k:
+        x = GpuArray(np.zeros(4))
+        for _ in range(3):
+            k.run(x)
+        assert x.host.tolist() == [3, 3, 3, 3] and x.reads == 3
+        assert k.context.pointer_queries == 1  # located once, for launch and run alike
+        k.launch(x, 4)
+        assert k.context.pointer_queries == 1
+        x.host = np.zeros(4, np.float64)  # the object now describes other memory
+        _memory[x.host.ctypes.data] = (x.host.view(np.uint8), 0)
+        with pytest.raises(InvalidArgument, match="data: dtype float64 does not match"):
+            k.run(x)
+
+
+def test_a_cached_read_only_array_is_still_refused_where_written(fake: Any) -> None:
+    with g.Kernel(g.zip(uname(), g.f32, g.f32, g.f32, None, add), "fakegpu") as k:
+        a, out = GpuArray([1, 2], readonly=True), GpuArray([0, 0])
+        k.launch(a, a, out, 2)  # read: fine, and cached
+        with pytest.raises(InvalidArgument, match="launch: out: the array is read-only"):
+            k.launch(a, a, a, 2)
+        with pytest.raises(InvalidArgument, match="out: the array is read-only"):
+            k.run(a, a, a)
+        k.launch(a, a, out, 2)
+        assert out.host.tolist() == [2, 4]
+
+
+def test_the_description_goes_with_the_object(fake: Any) -> None:
+    import gc
+
+    with g.Kernel(g.map(uname(), g.f32, None, inc), "fakegpu") as k:
+        x = GpuArray(np.zeros(4))
+        k.launch(x, 4)
+        ident = id(x)
+        assert foreign._cache[ident].addr == x.host.ctypes.data
+        del x
+        gc.collect()
+        assert ident not in foreign._cache

@@ -9,12 +9,16 @@ stream waits for ours after it (both free when the producer uses the legacy
 default stream, which our blocking streams are ordered with). A DLPack
 producer orders itself: its ``__dlpack__`` gets our stream.
 
-The hot path: what a CUDA-Array-Interface object describes is parsed once
-and cached per object (weakly, validated on every launch by what the
-protocol reports: pointer, shape, type, strides); the protocol is read each
-launch, so its stream is always the current one. A *probe* registered for a
-type (:data:`PROBES`, CuPy's built in) reads the pointer and current stream
-more cheaply than building the protocol's dictionary.
+The hot path, shared by ``launch`` and ``run``: what a CUDA-Array-Interface
+object describes is parsed, checked and located (``cuPointerGetAttribute``)
+once and cached per object (weakly, validated on every call by what the
+protocol reports: pointer, shape, type, strides; and for the device, element
+type and writability it was checked for); the protocol is read each call, so
+its stream is always the current one. A *probe* registered for a type
+(:data:`PROBES`, CuPy's built in) reads the pointer, size and current stream
+more cheaply than building the protocol's dictionary. An interface before v3
+names no stream (JAX's): such an object that speaks DLPack is taken through
+``__dlpack__`` instead (:func:`gompute_core.interop.orders_itself`).
 """
 
 from __future__ import annotations
@@ -27,10 +31,18 @@ import numpy as np
 
 from .. import dlpack
 from ..errors import InvalidArgument
-from ..interop import Foreign, borrow, cai_key, check, describe, device_type, from_cai, locate
+from ..interop import (
+    Foreign,
+    cai_key,
+    check,
+    describe,
+    device_type,
+    from_cai,
+    locate,
+    orders_itself,
+)
 
 if TYPE_CHECKING:
-    from ..backend.buffer import Buffer
     from ..backend.device import Device, Stream
     from .program import KernelProgram
 
@@ -41,13 +53,21 @@ producer's current stream."""
 
 def _cai_probe(obj: Any) -> tuple[Any, int | None, dict[str, Any]]:
     cai = obj.__cuda_array_interface__
+    if not orders_itself(obj, cai):
+        PROBES[type(obj)] = None  # its type's objects are described (DLPack) from now on
+        raise AttributeError("a CUDA Array Interface before v3: taken through DLPack")
     return cai_key(cai), cai.get("stream") if cai.get("version", 0) >= 3 else None, cai
 
 
 def _cupy_probe() -> Probe:
     import cupy
 
-    current = cupy.cuda.get_current_stream
+    return array_probe(cupy.cuda.get_current_stream)
+
+
+def array_probe(current: Callable[[], Any]) -> Probe:
+    """The probe of a CuPy-style array type: ``a.data.ptr``, ``a.size`` and the stream
+    ``current()`` returns (its ``ptr``)."""
 
     def probe(a: Any) -> tuple[Any, int | None, None]:
         # a CuPy array's type, size and contiguity are fixed for its life; its stream is
@@ -59,8 +79,9 @@ def _cupy_probe() -> Probe:
 
 PROBES: dict[type, Probe | None] = {}
 """Per type: its probe, or None for a type without the CUDA Array Interface. A probe
-raising ``AttributeError`` (a torch CPU tensor's interface does) sends that object the
-slow way (DLPack, host memory)."""
+raising ``AttributeError`` (a torch CPU tensor's interface does; so does an interface
+before v3 on an object with ``__dlpack__``) sends that object the described way
+(DLPack, host memory)."""
 
 
 def probe_for(obj: Any) -> Probe | None:
@@ -80,7 +101,10 @@ def probe_for(obj: Any) -> Probe | None:
 
 
 class _Entry:
-    """One foreign object's checked description on one device."""
+    """One foreign object's checked description on one device, for one element type and
+    writability, cached under the object's ``id`` while the object lives: the weak
+    reference's callback drops it when the object dies, before its ``id`` can be another
+    object's (an object that cannot be weakly referenced is never cached)."""
 
     __slots__ = ("ref", "device", "key", "addr", "size", "dtype", "readonly")
 
@@ -95,12 +119,40 @@ class _Entry:
         if self.ref is not _dead:
             _cache[ident] = self
 
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the array."""
+        return self.size * self.dtype.itemsize
+
 
 _cache: dict[int, _Entry] = {}
 
 
 def _dead() -> None:
     """The ``ref`` of an entry that is never cached: it matches no object."""
+
+
+def _probed(obj: Any, probe: Probe, device: Device, dtype: np.dtype, writes: bool,
+            label: str) -> tuple[_Entry, int | None]:
+    """``obj``'s checked description (cached) and its producer's current stream: the
+    probe is read on every call, and a cached entry serves only while it reports the
+    memory the entry was checked for, on ``device``, typed ``dtype``, writable where
+    ``writes``. ``AttributeError`` when ``obj`` is to be described the other way."""
+    key, stream, cai = probe(obj)
+    e = _cache.get(id(obj))
+    if e is None or e.key != key or e.device is not device or \
+            e.dtype is not dtype or (writes and e.readonly):
+        e = _entry(obj, key, cai, device, dtype, writes, label)
+    return e, stream
+
+
+def _entry(obj: Any, key: Any, cai: dict[str, Any] | None, device: Device, dtype: np.dtype,
+           writes: bool, label: str) -> _Entry:
+    """Describe and check a CUDA Array Interface object; cached when it can be."""
+    f = from_cai(obj, cai if cai is not None else obj.__cuda_array_interface__, label)
+    check(f, label, dtype, writes)
+    locate(f, device, label)
+    return _Entry(obj, device, key, f)
 
 
 def launch_operand(program: KernelProgram, obj: Any, name: str, need: int, role: str,
@@ -112,35 +164,34 @@ def launch_operand(program: KernelProgram, obj: Any, name: str, need: int, role:
     probe = PROBES.get(type(obj), probe_for) if program._cai else None
     if probe is probe_for:
         probe = probe_for(obj)
-    if probe is not None:
-        try:
-            key, stream, cai = probe(obj)
-        except AttributeError:  # this object has no CUDA Array Interface after all
-            return _described(program, obj, name, need, role, writes)
-        e = _cache.get(id(obj))
-        # the hot path: a cached object whose memory and type are unchanged
-        if e is None or e.key != key or e.device is not program.device or \
-                e.ref() is not obj or e.dtype is not program.dtypes[role] or need > e.size or \
-                (writes and e.readonly):
-            e = _entry(program, obj, key, cai, name, need, role, writes)
-        if stream is not None and stream != program._ours and \
-                stream not in program._ordered:
-            program.device.order_streams(program._ours, stream)
-            program._signals.append(stream)
-        return e.addr
-    return _described(program, obj, name, need, role, writes)
+    if probe is None:
+        return _described(program, obj, name, need, program.dtypes[role], writes)
+    return probed_operand(program, obj, probe, name, need, program.dtypes[role], writes)
 
 
-def _entry(program: KernelProgram, obj: Any, key: Any, cai: dict[str, Any] | None, name: str,
-           need: int, role: str, writes: bool) -> _Entry:
-    """Describe and check a CUDA Array Interface object; cached when it can be."""
-    label = f"launch: {name}"
-    f = from_cai(obj, cai if cai is not None else obj.__cuda_array_interface__, label)
-    _checked(f, label, program.dtypes[role], writes, need, program.device)
-    return _Entry(obj, program.device, key, f)
+def probed_operand(program: KernelProgram, obj: Any, probe: Probe, name: str, need: int,
+                   dtype: np.dtype, writes: bool) -> Any:
+    """:func:`launch_operand` for an object whose type's probe the caller looked up
+    (``dtype``: the role's element type)."""
+    try:
+        key, stream, cai = probe(obj)
+    except AttributeError:  # this object is to be described the other way
+        return _described(program, obj, name, need, dtype, writes)
+    # the hot path: _probed's lookup written out (a cached object whose memory is unchanged)
+    e = _cache.get(id(obj))
+    if e is None or e.key != key or e.device is not program.device \
+            or e.dtype is not dtype or (writes and e.readonly):
+        e = _entry(obj, key, cai, program.device, dtype, writes, f"launch: {name}")
+    if need > e.size:
+        raise InvalidArgument(f"launch: {name} holds {e.size} elements, the launch needs "
+                              f"{need}")
+    if stream not in program._unordered:
+        program.device.order_streams(program._ours, stream)
+        program._signals.append(stream)
+    return e.addr
 
 
-def _described(program: KernelProgram, obj: Any, name: str, need: int, role: str,
+def _described(program: KernelProgram, obj: Any, name: str, need: int, dtype: np.dtype,
                writes: bool) -> Any:
     """The path of everything else: host memory, DLPack (whose producer orders our stream
     itself: it gets our stream's handle)."""
@@ -150,7 +201,7 @@ def _described(program: KernelProgram, obj: Any, name: str, need: int, role: str
     if f.host is not None and kind != dlpack.KDL_CPU:
         raise InvalidArgument(f"{label}: the array is in host memory; this kernel runs on "
                               f"{device!r} (upload it, or pass it to run)")
-    _checked(f, label, program.dtypes[role], writes, need, device)
+    _checked(f, label, dtype, writes, need, device)
     return f.host if program._host else f.addr
 
 
@@ -163,13 +214,15 @@ def _checked(f: Foreign, label: str, dtype: np.dtype, writes: bool, need: int,
 
 
 class DeviceArray:
-    """A foreign array on the kernel's device, as ``run`` uses it in place."""
+    """A foreign array on the kernel's device, as ``run`` uses it in place (``keep``, the
+    producer's object or consumed DLPack tensor, keeps the memory alive)."""
 
-    __slots__ = ("buffer", "addr", "shape", "size", "nbytes", "stream", "obj")
+    __slots__ = ("addr", "size", "nbytes", "stream", "keep")
 
-    def __init__(self, f: Foreign, buffer: Buffer, obj: Any) -> None:
-        self.buffer, self.addr, self.shape, self.size = buffer, f.addr, f.shape, f.size
-        self.nbytes, self.stream, self.obj = f.nbytes, f.stream, obj
+    def __init__(self, addr: int, size: int, nbytes: int, stream: int | None,
+                 keep: Any) -> None:
+        self.addr, self.size, self.nbytes, self.stream, self.keep = addr, size, nbytes, \
+            stream, keep
 
     def overlaps(self, other: DeviceArray) -> tuple[bool, bool]:
         """(any byte shared, the very same span)."""
@@ -181,15 +234,27 @@ class DeviceArray:
 def run_array(arg: Any, role: str, dtype: np.dtype, writable: bool,
               device: Device, stream: Stream) -> np.ndarray | DeviceArray:
     """A foreign ``run`` argument: a flat NumPy view of host memory (any device's ``run``
-    takes host arrays), or a :class:`DeviceArray` on ``device``; same checks as NumPy's."""
+    takes host arrays), or a :class:`DeviceArray` on ``device``; same checks as NumPy's.
+    A CUDA Array Interface object takes the cached, probed path ``launch`` takes."""
     kind = device_type(device)
+    if kind == dlpack.KDL_CUDA:
+        probe = PROBES.get(type(arg), probe_for)
+        if probe is probe_for:
+            probe = probe_for(arg)
+        if probe is not None:
+            try:
+                e, theirs = _probed(arg, probe, device, dtype, writable, role)
+            except AttributeError:
+                pass
+            else:
+                return DeviceArray(e.addr, e.size, e.nbytes, theirs, arg)
     ours = device.stream_handle(stream) if kind not in (None, dlpack.KDL_CPU) else None
     f = describe(arg, role, kind, ours)
     check(f, role, dtype, writable)
     if f.host is not None:
         return f.host
     locate(f, device, role)
-    return DeviceArray(f, borrow(f, device), arg)
+    return DeviceArray(f.addr, f.size, f.nbytes, f.stream, f.keep)
 
 
 def order_before(device: Device, stream: Stream, arrays: tuple[DeviceArray, ...]) -> None:

@@ -32,7 +32,7 @@ from ..ir.kernel import KernelIR
 from ..plugins.records import Artifact
 from ..runtime import checks
 from ..runtime.launch_params import ParamsCache
-from .foreign import PROBES, launch_operand
+from .foreign import PROBES, launch_operand, probed_operand
 
 if TYPE_CHECKING:
     from ..backend.device import Device, Stream
@@ -94,9 +94,14 @@ class KernelProgram:
         self._data = self.args.data
         self._interop = device.dlpack_device_type is not None
         self._cai = device.dlpack_device_type == 2  # kDLCUDA: the CUDA Array Interface
-        self._ordered = device.ordered_streams
+        self._probes = PROBES if self._cai else {}
+        """The probes of foreign array types, for a device that takes them."""
+        self._t_dtype = self.dtypes.get("T")
         self._ours = device.stream_handle(self._stream)
         """The native handle of the program's stream (foreign streams are ordered with it)."""
+        self._unordered = self._free_streams()
+        """Producer streams a launch needs no ordering with (none, ours, the device's
+        ordered ones)."""
         self._signals: list[int] = []
         """Foreign streams to make wait for this launch (filled by foreign operands)."""
         self.launch = getattr(self, f"_launch_{self.kind}")
@@ -113,6 +118,10 @@ class KernelProgram:
             raise InvalidArgument(f"stream: expected a stream of {self.device!r}, got {value!r}")
         self._stream = value
         self._ours = self.device.stream_handle(value)
+        self._unordered = self._free_streams()
+
+    def _free_streams(self) -> frozenset[int | None]:
+        return self.device.ordered_streams | {None, self._ours}
 
     # ---- the pieces every launch shares --------------------------------------------------------
     def grid(self, count: int) -> int:
@@ -144,12 +153,16 @@ class KernelProgram:
         except AttributeError:
             ok = False
         if not ok:
-            if self._interop and (type(buf) in PROBES or not isinstance(buf, Buffer)):
-                return launch_operand(self, buf, name, need, role, name in WRITTEN)
-            raise self._refusal(buf, name, need, role)
+            return self._other(buf, name, need, role)
         if self._host:
             return self.device.host_array(buf, self.dtypes[role])  # type: ignore[attr-defined]
         return buf.addr
+
+    def _other(self, buf: Any, name: str, need: int, role: str) -> Any:
+        """What failed the buffer check: a foreign array's address, else the refusal."""
+        if self._interop and (type(buf) in PROBES or not isinstance(buf, Buffer)):
+            return launch_operand(self, buf, name, need, role, name in WRITTEN)
+        raise self._refusal(buf, name, need, role)
 
     def _refusal(self, buf: Buffer, name: str, need: int, role: str) -> InvalidArgument:
         if not isinstance(buf, Buffer):
@@ -210,13 +223,21 @@ class KernelProgram:
                         n * self._t_size <= buf.nbytes
                 except AttributeError:
                     ok = False
-                if not ok or self._host:
-                    value = self._operand(buf, "buf", n, "T")
-                    if self._host:
-                        self.args.values = (value, n)
-                        self._launcher(self.grid(n), self._stream)
-                    else:  # a foreign array: its streams are ordered around the launch
-                        self._go(self.grid(n), (value, n))
+                if self._host:
+                    self.args.values = (self._operand(buf, "buf", n, "T"), n)
+                    self._launcher(self.grid(n), self._stream)
+                    return
+                if not ok:  # a foreign array: its streams are ordered around the launch
+                    probe = self._probes.get(type(buf))
+                    self._pack(self._data, 0, self._other(buf, "buf", n, "T") if probe is None
+                               else probed_operand(self, buf, probe, "buf", n, self._t_dtype,
+                                                   True), n)
+                    try:
+                        self._launcher(self._last_grid if n == self._last_n else
+                                       self.grid(n), self._stream)
+                    finally:
+                        if self._signals:
+                            self._signal()
                     return
                 self._pack(self._data, 0, buf.addr, n)
                 self._launcher(self._last_grid if n == self._last_n else self.grid(n),

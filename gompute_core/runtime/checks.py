@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import InvalidArgument
+from ..kinds.foreign import run_array
 
 if TYPE_CHECKING:
     from ..backend.device import Device, Stream
@@ -35,8 +36,6 @@ def array(arg: Any, role: str, dtype: np.dtype, writable: bool,
     ``DeviceArray``."""
     if type(arg) is not np.ndarray:
         if at is not None and not isinstance(arg, np.ndarray):
-            from ..kinds.foreign import run_array
-
             return run_array(arg, role, dtype, writable, *at)
         _refuse_non_ndarray(arg, role, dtype)
     if arg.dtype != dtype:

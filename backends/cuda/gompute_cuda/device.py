@@ -81,6 +81,10 @@ class CudaDevice(Device):
         self._dev = drv.Device(ordinal)
         with guarded(ContextFailed, f"cuda: retaining the primary context of device {ordinal}"):
             self._ctx = self._dev.retain_primary_context()
+        self._ctx_handle = int(self._ctx.handle)
+        self._current = ctypes.c_void_p()  # cuCtxGetCurrent's answer (main thread only)
+        self._current_ref = ctypes.byref(self._current)
+        self._get_current = libcuda().cuCtxGetCurrent
         self.main_thread = threading.main_thread().ident
         major, minor = self._dev.compute_capability()
         self.arch = f"sm_{major}{minor}"
@@ -114,10 +118,18 @@ class CudaDevice(Device):
 
     # ---- context -------------------------------------------------------------------
     def enter(self) -> bool:
-        """Make the context current on this thread; True when the caller must pop it."""
+        """Make the context current on this thread; True when the caller must pop it.
+
+        On the main thread the context we keep pushed is checked to be still current:
+        another library may have made its own current with ``cuCtxSetCurrent`` and left it
+        there (XLA does after its own calls; on a machine with several GPUs that may be
+        another device's context), and a module, stream or event made then would belong
+        to that context (every later launch failing with CUDA_ERROR_INVALID_HANDLE)."""
         if _get_ident() == self.main_thread:
             if MAIN.device is not self:
                 self._become_main()
+            else:
+                self.reclaim_main_context()
             return False
         try:
             self._ctx.push()
@@ -137,11 +149,10 @@ class CudaDevice(Device):
     def reclaim_main_context(self) -> bool:
         """On the main thread: make this device's context current again if another library
         replaced it (``cuCtxSetCurrent``); True when it had been replaced."""
-        current = ctypes.c_void_p()
-        lib = libcuda()
-        if lib.cuCtxGetCurrent(ctypes.byref(current)) != 0 or current.value == self._ctx.handle:
+        if self._get_current(self._current_ref) != 0 or \
+                self._current.value == self._ctx_handle:
             return False
-        return lib.cuCtxSetCurrent(ctypes.c_void_p(self._ctx.handle)) == 0
+        return libcuda().cuCtxSetCurrent(ctypes.c_void_p(self._ctx_handle)) == 0
 
     def track(self, buf: CudaBuffer) -> None:
         """Remember ``buf`` so :meth:`close` can free it before the context goes."""
@@ -204,10 +215,13 @@ class CudaDevice(Device):
                 check(lib.cuEventCreate(ctypes.byref(event), CU_EVENT_DISABLE_TIMING),
                       EventFailed, "cuda: cuEventCreate")
                 self._order_event = event
-            check(lib.cuEventRecord(self._order_event, ctypes.c_void_p(signaller)),
-                  EventFailed, f"cuda: cuEventRecord on stream {signaller:#x}")
-            check(lib.cuStreamWaitEvent(ctypes.c_void_p(waiter), self._order_event, 0),
-                  EventFailed, f"cuda: cuStreamWaitEvent on stream {waiter:#x}")
+            # on every launch with a foreign stream: the messages are built only on failure
+            code = lib.cuEventRecord(self._order_event, ctypes.c_void_p(signaller))
+            if code:
+                check(code, EventFailed, f"cuda: cuEventRecord on stream {signaller:#x}")
+            code = lib.cuStreamWaitEvent(ctypes.c_void_p(waiter), self._order_event, 0)
+            if code:
+                check(code, EventFailed, f"cuda: cuStreamWaitEvent on stream {waiter:#x}")
 
     def _load(self, artifact: Artifact, kernel: KernelIR, args: ArgBuffer) -> CudaLauncher:
         """Load ``artifact`` once per image (through libcuda: the launcher calls
