@@ -13,7 +13,6 @@ import pytest
 from gompute_cpu.fission import plan
 
 import gompute_core as g
-from gompute_core.errors import Unsupported
 
 
 def _bench_module() -> object:
@@ -162,16 +161,33 @@ def cpu_params_middle(data: g.GlobalPtr[g.i32], p: Shift, n: g.u64, out: g.Globa
 
 
 @g.raw_kernel(block=32)
-def cpu_uniform_in_thread_loop(out: g.GlobalPtr[g.i32]):
-    """``k`` is uniform but assigned in a loop that stores, so it lives per thread; a loop
-    holding a barrier then reads it as its condition."""
+def cpu_uniform_in_thread_loop(data: g.GlobalPtr[g.i32], rounds: g.i32,
+                               out: g.GlobalPtr[g.i32]):
+    """``k`` and ``m`` are uniform but assigned in per-thread code (a loop that stores; in
+    it an ``if`` on a uniform load), so each thread computes them; a loop and an ``if`` holding
+    barriers then read them: rotate the block's values left ``k`` times, adding ``m``."""
+    s = B.shared_array(g.i32, 32)
+    lid = B.local_id(0)
+    i = B.global_id(0)
     k = 0
-    for q in range(3):
-        out[B.global_id(0)] = q
+    m = 1
+    for q in range(rounds):
+        out[i] = q
         k += 1
+        if data[0] > 0:
+            m = data[0] % 5 + 2
+    s[lid] = data[i]
     while k > 0:
         B.barrier()
+        v = s[(lid + 1) % 32]
+        B.barrier()
+        s[lid] = v + m
         k -= 1
+    if m > 3:
+        B.barrier()
+        out[i] = s[lid] * 10
+    else:
+        out[i] = s[lid]
 
 
 def _raw(kernel: object) -> g.RawKernel:
@@ -314,9 +330,18 @@ def test_params_between_arguments(mode: str) -> None:
     np.testing.assert_array_equal(out, data * np.where(np.arange(n) % 2, -3, 2) + 5)
 
 
-def test_barrier_loop_on_a_per_thread_uniform_value_is_unsupported_by_name() -> None:
-    with pytest.raises(Unsupported, match="cpu_uniform_in_thread_loop.*'k'"):
-        _raw(cpu_uniform_in_thread_loop)
+@pytest.mark.parametrize(("rounds", "first"), [(0, 7), (5, 7), (37, 9), (3, -4)])
+def test_barrier_control_on_uniform_values_from_per_thread_code(mode: str, rounds: int,
+                                                                  first: int) -> None:
+    data = np.random.default_rng(rounds).integers(-100, 100, 64).astype(np.int32)
+    data[0] = first
+    out = np.zeros(64, np.int32)
+    p = plan(cpu_uniform_in_thread_loop.lower().functions[-1], "cpu_uniform_in_thread_loop")
+    assert p.uniform == {"k", "m"} and "k" in p.thread_vars
+    _raw(cpu_uniform_in_thread_loop).launch(2, 32, [data, rounds, out])
+    m = data[0] % 5 + 2 if data[0] > 0 and rounds > 0 else 1
+    want = np.roll(data.reshape(2, 32), -rounds, axis=1).reshape(-1) + rounds * m
+    np.testing.assert_array_equal(out, want * 10 if m > 3 else want)
 
 
 # lockstep loops ------------------------------------------------------------------------

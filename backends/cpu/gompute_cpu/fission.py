@@ -170,6 +170,9 @@ class Plan:
     """True when a thread's ``return`` must make it skip later phases."""
     uses: dict[int, set[str]] = field(default_factory=dict)
     """Variables each phase mentions (by phase index)."""
+    uniform: frozenset[str] = frozenset()
+    """Uniform thread variables read by block control: one scalar per block, which each
+    thread of a phase mentioning it starts from the phase's entry value."""
 
     def preamble(self, phase: Phase) -> list[str]:
         """The rematerialized variables ``phase`` reads but does not assign, with their
@@ -193,7 +196,13 @@ class _Planner:
     def __init__(self, fn: ir.Function, kernel: str) -> None:
         self.fn = fn
         self.kernel = kernel
-        self.thread: set[str] = set(varying_names(fn))
+        self.varying = varying_names(fn)
+        self.thread: set[str] = set(self.varying)
+        self.block_read: set[str] = set()
+        """Uniform thread variables a block statement's condition or bounds read: every
+        thread computes the same value, and every thread reaches the block statement (the
+        frontend rejects a barrier after a return some threads may take), so one scalar
+        per block, last written by any thread, holds it."""
         while True:
             before = len(self.thread)
             self._mark(fn.body)
@@ -243,11 +252,11 @@ class _Planner:
         else:
             exprs = (s.cond,)
         shared = set().union(*(names_in(e) for e in exprs)) & self.thread
-        if shared:
+        if shared & self.varying:  # the frontend rejects these first
             raise self._unsupported(
                 f"the {type(s).__name__.lower()} holding a barrier whose condition reads "
-                f"{sorted(shared)}, assigned in per-thread code (a loop or if without a "
-                "barrier); compute it at the kernel's top level")
+                f"{sorted(shared & self.varying)}, which differs between threads")
+        self.block_read |= shared
 
     def build(self, body: Iterable[ir.Stmt], repeated: bool) -> list[Item]:
         items: list[Item] = []
@@ -357,11 +366,13 @@ def plan(fn: ir.Function, kernel: str) -> Plan:
     for p in phases:
         for name in uses[p.index] & planner.thread:
             in_phases.setdefault(name, []).append(p)
-    arrays = frozenset(name for name, ps in in_phases.items() if name not in remat and (
-        len(ps) > 1 or ps[0].repeated))
     returns = any(holds(p.stmts, ir.Return) for p in phases)
     done = returns and (len(phases) > 1 or any(p.repeated for p in phases))
+    uniform = frozenset(planner.block_read)
+    remat = {name: value for name, value in remat.items() if name not in uniform}
+    arrays = frozenset(name for name, ps in in_phases.items() if name not in remat and (
+        len(ps) > 1 or ps[0].repeated) and name not in uniform)
     thread = frozenset(planner.thread)
     for p in phases:
         p.lockstep = _lockstep(fn, p, thread, arrays, remat)
-    return Plan(fn, items, phases, thread, arrays, remat, done, uses)
+    return Plan(fn, items, phases, thread, arrays, remat, done, uses, uniform)

@@ -233,12 +233,21 @@ class RawRenderer(FunctionRenderer):
             return f"min({u}, _BX)", s.body
         return f"max({u}, 0), min({u} + 1, _BX)", s.body
 
-    def thread_start(self, recomputed: list[str], depth: int) -> None:
-        """A thread's first lines in a pass over a phase: skip it when done, recompute the
-        rematerialized values ``recomputed`` (thread code from here on)."""
+    def save_uniform(self, p: Phase, depth: int) -> None:
+        """Before the passes over ``p``: the entry values of the uniform thread variables
+        it mentions (:attr:`~.fission.Plan.uniform`), which each thread starts from."""
+        for name in sorted(self.plan.uses[p.index] & self.plan.uniform):
+            self.emit(depth, f"_e_{name} = {var(name)}")
+
+    def thread_start(self, p: Phase, recomputed: list[str], depth: int) -> None:
+        """A thread's first lines in a pass over ``p``: skip it when done, start from the
+        entry values of uniform thread variables, recompute the rematerialized values
+        ``recomputed`` (thread code from here on)."""
         if self.plan.done_flags:
             self.emit(depth, "if _done[_t]:")
             self.emit(depth + 1, "continue")
+        for name in sorted(self.plan.uses[p.index] & self.plan.uniform):
+            self.emit(depth, f"{var(name)} = _e_{name}")
         self.in_thread = True
         for name in recomputed:
             self.emit(depth, f"{self.name_of(name)} = {self.expr(self.plan.remat[name])}")
@@ -254,9 +263,10 @@ class RawRenderer(FunctionRenderer):
         the threads whose loop goes on, the rounds clear each as its loop ends), so the
         first pass never writes it for the others."""
         cond = self.expr(ls.loop.cond)
+        self.save_uniform(p, depth)
         self.emit(depth, "_live = np.int64(0)")
         inner = self.thread_loops(depth, True)
-        self.thread_start(self.plan.preamble(p), inner)
+        self.thread_start(p, self.plan.preamble(p), inner)
         self.statements(ls.prefix, inner)
         self.emit(inner, f"if {cond}:")
         self.block(ls.loop.body, inner + 1)
@@ -272,7 +282,7 @@ class RawRenderer(FunctionRenderer):
         self.emit(depth + 1, "_live = np.int64(0)")
         inner = self.thread_loops(depth + 1, True)
         self.emit(inner, "if _act[_t]:")
-        self.thread_start(self.plan.recomputed(names_in((ls.loop, ls.suffix))), inner + 1)
+        self.thread_start(p, self.plan.recomputed(names_in((ls.loop, ls.suffix))), inner + 1)
         for name in ls.carried:
             self.emit(inner + 1, f"{var(name)} = _ls_{name}[_t]")
         self.emit(inner + 1, "_more = np.int64(1)")
@@ -297,12 +307,13 @@ class RawRenderer(FunctionRenderer):
             return
         uses = self.plan.uses[p.index]
         flat = self.plan.done_flags or bool(uses & self.plan.arrays)
+        self.save_uniform(p, depth)
         x_range, stmts = self.narrowed(p, depth)
         depth = self.thread_loops(depth, flat, x_range)
         if any(isinstance(s, (ir.While, ir.ForRange)) and holds(s.body, ir.Return)
                for s in nodes_in(stmts)):
             self.emit(depth, "_ret = False")
-        self.thread_start(self.plan.preamble(p), depth)
+        self.thread_start(p, self.plan.preamble(p), depth)
         self.block(stmts, depth)
         self.in_thread = False
 
