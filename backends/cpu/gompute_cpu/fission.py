@@ -30,7 +30,11 @@ block loop repeats, gets one slot per thread (an array the block's phases
 share), except a *rematerialized* one: assigned once, at the top level, from
 launch geometry, constants and values that never change afterwards
 (``lid = local_id(0)``), it is computed again at the start of each later
-phase that reads it instead of being stored.
+phase that reads it instead of being stored. A *uniform* thread variable (the same in
+every thread, but assigned in thread code) that a loop or ``if`` holding a barrier reads
+is kept in one scalar per block (:attr:`Plan.uniform`): each thread of a phase that
+mentions it starts from the value it had when the phase began, and after the phase it
+holds the value every thread computed.
 
 A phase whose top level holds a ``while`` loop with no ``break``/``continue`` of its own
 and no ``return`` anywhere in the phase runs that loop in *lockstep* (:class:`Lockstep`):

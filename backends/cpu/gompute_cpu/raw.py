@@ -27,7 +27,9 @@ arrays directly (2-D shared arrays are flat, row-major); atomics call the hardwa
 atomics of :mod:`.atomics`, so blocks running on different cores update global
 memory correctly. A thread's ``return`` ends its iteration of the thread loop
 (``continue``; through a flag out of its own loops), and when later phases exist
-sets its ``_done[_t]`` flag, which every phase checks first.
+sets its ``_done[_t]`` flag, which every phase checks first. A uniform thread variable
+read by block control (:attr:`~.fission.Plan.uniform`) is saved as ``_e_<name>`` before
+a phase that mentions it and restored at the start of each of its threads.
 """
 
 from __future__ import annotations
@@ -56,12 +58,13 @@ from .render import FunctionRenderer, arg_names, const, tname, var
 
 _AXES = "xyz"
 _GEOMETRY_NAMES = ("_GX", "_GY", "_GZ", "_BX", "_BY", "_BZ")
-_ROUND = 4
+_ROUND = 8
 """Iterations of its loop a thread runs per visit in a lockstep round: enough to spread
 the cost of loading and storing its carried values and flag, few enough that a round
-still reads the threads' neighbouring elements together (measured on the block sum's
-grid-stride loop: 1.4x a hand-written numba sum with 1, 1.05-1.1x with 4, 1.1-1.15x
-with 8)."""
+still reads the threads' neighbouring elements together. Measured on the block sum's
+grid-stride loops (grid 64 and 1024, 2**24 f32) against a hand-written numba sum, 1 / 2
+threads: 1 per visit 1.4x; 2: 1.3-1.4x / 1.1-1.5x; 4: 1.0-1.1x / 1.0-1.3x; 8: 0.9-1.1x /
+0.95-1.1x; 16: 1.7-1.8x threaded."""
 
 
 class RawRenderer(FunctionRenderer):
