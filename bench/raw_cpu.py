@@ -28,7 +28,9 @@ TILE = 16
 
 
 @g.raw_kernel(block=BLOCK)
-def bench_cpu_block_sum(data: g.GlobalPtr[g.f32], n: g.u64, out: g.GlobalPtr[g.f32]):
+def block_sum_f32(data: g.GlobalPtr[g.f32], n: g.u64, out: g.GlobalPtr[g.f32]):
+    """One partial per block: a grid-stride accumulation, then a shared-memory tree (also
+    run by ``tests/test_cpu_raw.py`` against a bit-exact NumPy oracle)."""
     s = B.shared_array(g.f32, BLOCK)
     lid = B.local_id(0)
     acc = g.f32(0)
@@ -119,7 +121,7 @@ def best_seconds(fn: Callable[[], object], reps: int = 9) -> float:
 def main() -> None:
     n = 1 << 24
     data = np.random.default_rng(0).uniform(0, 1, n).astype(np.float32)
-    block_sum = g.RawKernel(bench_cpu_block_sum, "cpu")
+    block_sum = g.RawKernel(block_sum_f32, "cpu")
     transpose = g.RawKernel(bench_cpu_transpose, "cpu")
     rows = cols = 4096
     src = np.random.default_rng(1).standard_normal(rows * cols).astype(np.float32)

@@ -5,38 +5,31 @@ is in ``gompute_core.testing.test_raw``.)"""
 
 from __future__ import annotations
 
+import importlib.util
+from pathlib import Path
+
 import numpy as np
 import pytest
 from gompute_cpu.fission import plan
 
 import gompute_core as g
-from gompute_core.errors import Unsupported
 
+
+def _bench_module() -> object:
+    """``bench/raw_cpu.py``, whose f32 block sum these tests run (one definition for the
+    benchmark and its tests)."""
+    path = Path(__file__).resolve().parent.parent / "bench" / "raw_cpu.py"
+    spec = importlib.util.spec_from_file_location("raw_cpu_bench", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+cpu_block_sum = _bench_module().block_sum_f32  # type: ignore[attr-defined]
 B = g.builtins
 BLOCK = 256
 TILE = 16
-
-
-@g.raw_kernel(block=BLOCK)
-def cpu_block_sum(data: g.GlobalPtr[g.f32], n: g.u64, out: g.GlobalPtr[g.f32]):
-    s = B.shared_array(g.f32, BLOCK)
-    lid = B.local_id(0)
-    acc = g.f32(0)
-    i = B.global_id(0)
-    stride = B.grid_dim(0) * B.block_dim(0)
-    while i < n:
-        acc += data[i]
-        i += stride
-    s[lid] = acc
-    B.barrier()
-    step = B.block_dim(0) // 2
-    while step > 0:
-        if lid < step:
-            s[lid] += s[lid + step]
-        B.barrier()
-        step //= 2
-    if lid == 0:
-        out[B.block_id(0)] = s[0]
 
 
 @g.raw_kernel(block=128)
@@ -168,16 +161,33 @@ def cpu_params_middle(data: g.GlobalPtr[g.i32], p: Shift, n: g.u64, out: g.Globa
 
 
 @g.raw_kernel(block=32)
-def cpu_uniform_in_thread_loop(out: g.GlobalPtr[g.i32]):
-    """``k`` is uniform but assigned in a loop that stores, so it lives per thread; a loop
-    holding a barrier then reads it as its condition."""
+def cpu_uniform_in_thread_loop(data: g.GlobalPtr[g.i32], rounds: g.i32,
+                               out: g.GlobalPtr[g.i32]):
+    """``k`` and ``m`` are uniform but assigned in per-thread code (a loop that stores; in
+    it an ``if`` on a uniform load), so each thread computes them; a loop and an ``if`` holding
+    barriers then read them: rotate the block's values left ``k`` times, adding ``m``."""
+    s = B.shared_array(g.i32, 32)
+    lid = B.local_id(0)
+    i = B.global_id(0)
     k = 0
-    for q in range(3):
-        out[B.global_id(0)] = q
+    m = 1
+    for q in range(rounds):
+        out[i] = q
         k += 1
+        if data[0] > 0:
+            m = data[0] % 5 + 2
+    s[lid] = data[i]
     while k > 0:
         B.barrier()
+        v = s[(lid + 1) % 32]
+        B.barrier()
+        s[lid] = v + m
         k -= 1
+    if m > 3:
+        B.barrier()
+        out[i] = s[lid] * 10
+    else:
+        out[i] = s[lid]
 
 
 def _raw(kernel: object) -> g.RawKernel:
@@ -192,18 +202,30 @@ def mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str
     return str(request.param)
 
 
-@pytest.mark.parametrize(("n", "grid"), [(1, 1), (1000, 3), (100_003, 7), (70_001, 300)])
-def test_block_sum(mode: str, n: int, grid: int) -> None:
+def block_sum_oracle(data: np.ndarray, grid: int) -> np.ndarray:
+    """Each block's partial as the kernel computes it: thread ``t`` adds ``data[t]``,
+    ``data[t + grid * BLOCK]``, ... in that order in f32, then the halving tree in f32."""
+    acc = np.zeros(grid * BLOCK, np.float32)
+    for start in range(0, data.size, acc.size):
+        chunk = data[start:start + acc.size]
+        acc[:chunk.size] = acc[:chunk.size] + chunk
+    s = acc.reshape(grid, BLOCK)
+    step = BLOCK // 2
+    while step:
+        s[:, :step] = s[:, :step] + s[:, step:2 * step]
+        step //= 2
+    return s[:, 0].copy()
+
+
+@pytest.mark.parametrize(("n", "grid"), [(1, 1), (1000, 3), (100_003, 7), (70_001, 300),
+                                         (300_000, 2), (5000, 64)])
+def test_block_sum_bit_exact(mode: str, n: int, grid: int) -> None:
+    """The grid-stride loop runs in lockstep rounds, yet each thread adds its elements in
+    the kernel's order: every partial equals the in-order f32 oracle bit for bit."""
     data = np.random.default_rng(n).uniform(-1, 1, n).astype(np.float32)
     out = np.zeros(grid, np.float32)
     _raw(cpu_block_sum).launch(grid, BLOCK, [data, n, out])
-    assert out.sum(dtype=np.float64) == pytest.approx(data.sum(dtype=np.float64), abs=1e-2)
-    # each block's partial is its grid-stride slice
-    stride = grid * BLOCK
-    for b in (0, grid - 1):
-        idx = np.arange(n)
-        mine = data[(idx % stride) // BLOCK == b]
-        assert out[b] == pytest.approx(mine.sum(dtype=np.float64), abs=1e-3)
+    np.testing.assert_array_equal(out, block_sum_oracle(data, grid))
 
 
 @pytest.mark.parametrize("n", [1, 127, 128, 1000, 40_001])
@@ -308,6 +330,199 @@ def test_params_between_arguments(mode: str) -> None:
     np.testing.assert_array_equal(out, data * np.where(np.arange(n) % 2, -3, 2) + 5)
 
 
-def test_barrier_loop_on_a_per_thread_uniform_value_is_unsupported_by_name() -> None:
-    with pytest.raises(Unsupported, match="cpu_uniform_in_thread_loop.*'k'"):
-        _raw(cpu_uniform_in_thread_loop)
+@pytest.mark.parametrize(("rounds", "first"), [(0, 7), (5, 7), (37, 9), (3, -4)])
+def test_barrier_control_on_uniform_values_from_per_thread_code(mode: str, rounds: int,
+                                                                  first: int) -> None:
+    data = np.random.default_rng(rounds).integers(-100, 100, 64).astype(np.int32)
+    data[0] = first
+    out = np.zeros(64, np.int32)
+    p = plan(cpu_uniform_in_thread_loop.lower().functions[-1], "cpu_uniform_in_thread_loop")
+    assert p.uniform == {"k", "m"} and "k" in p.thread_vars
+    _raw(cpu_uniform_in_thread_loop).launch(2, 32, [data, rounds, out])
+    m = data[0] % 5 + 2 if data[0] > 0 and rounds > 0 else 1
+    want = np.roll(data.reshape(2, 32), -rounds, axis=1).reshape(-1) + rounds * m
+    np.testing.assert_array_equal(out, want * 10 if m > 3 else want)
+
+
+# lockstep loops ------------------------------------------------------------------------
+
+
+@g.raw_kernel
+def cpu_collatz(data: g.GlobalPtr[g.i64], n: g.u64, out: g.GlobalPtr[g.i64]):
+    """Divergent trip counts, an ``if`` in the loop, a value from before the loop (``x``)
+    and one after it (``steps``), on a block shape known only at launch."""
+    nt = B.block_dim(0) * B.block_dim(1) * B.block_dim(2)
+    t = (B.local_id(2) * B.block_dim(1) + B.local_id(1)) * B.block_dim(0) + B.local_id(0)
+    i = ((B.block_id(2) * B.grid_dim(1) + B.block_id(1)) * B.grid_dim(0) + B.block_id(0)) \
+        * nt + t
+    x = g.i64(1)
+    if i < n:
+        x = data[i]
+    steps = g.i64(0)
+    peak = x
+    while x != 1:
+        if x % 2 == 0:
+            x //= 2
+        else:
+            x = 3 * x + 1
+        peak = max(peak, x)
+        steps += 1
+    if i < n:
+        out[2 * i] = steps
+        out[2 * i + 1] = peak
+
+
+def _collatz(x: int) -> tuple[int, int]:
+    steps, peak = 0, x
+    while x != 1:
+        x = x // 2 if x % 2 == 0 else 3 * x + 1
+        peak = max(peak, x)
+        steps += 1
+    return steps, peak
+
+
+@pytest.mark.parametrize("block", [(64, 1, 1), (8, 4, 2), (5, 3, 7)])
+def test_lockstep_divergent_trip_counts(mode: str, block: tuple[int, int, int]) -> None:
+    grid = (3, 2, 1)
+    nt = block[0] * block[1] * block[2]
+    n = 6 * nt - 5
+    data = np.random.default_rng(nt).integers(1, 5000, n).astype(np.int64)
+    data[:3] = (1, 27, 2)  # 0 iterations, 111, 1
+    out = np.full(2 * 6 * nt, -1, np.int64)
+    assert plan(cpu_collatz.lower().functions[-1], "cpu_collatz").phases[0].lockstep
+    _raw(cpu_collatz).launch(grid, block, [data, n, out])
+    want = np.full_like(out, -1)
+    want[:2 * n] = np.array([_collatz(int(x)) for x in data]).reshape(-1)
+    np.testing.assert_array_equal(out, want)
+
+
+@g.raw_kernel(block=32)
+def cpu_chase(nxt: g.GlobalPtr[g.i32], val: g.GlobalPtr[g.f64], head: g.GlobalPtr[g.i32],
+              out: g.GlobalPtr[g.f64], hist: g.GlobalPtr[g.f64]):
+    """The loop condition reads memory; a nested loop breaks out of itself; the thread
+    writes then re-reads its own memory inside the loop (``hist``)."""
+    s = B.shared_array(g.f64, 32)
+    lid = B.local_id(0)
+    i = B.global_id(0)
+    j = head[i]
+    total = g.f64(0)
+    k = 0
+    while nxt[j] >= 0:
+        for r in range(5):
+            if r * r > j:
+                break
+            total += val[j] * r
+        hist[i * 64 + k] = total
+        if k > 0:
+            total -= hist[i * 64 + k - 1] * 0.5
+        j = nxt[j]
+        k += 1
+    s[lid] = total
+    B.barrier()
+    out[i] = s[31 - lid] + k
+
+
+def _chase(nxt: np.ndarray, val: np.ndarray, head: np.ndarray) -> tuple[np.ndarray, ...]:
+    threads = head.size
+    mine, hist = np.zeros(threads), np.zeros(threads * 64)
+    counts = np.zeros(threads)
+    for i in range(threads):
+        j, total, k = int(head[i]), 0.0, 0
+        while nxt[j] >= 0:
+            for r in range(5):
+                if r * r > j:
+                    break
+                total += val[j] * r
+            hist[i * 64 + k] = total
+            if k > 0:
+                total -= hist[i * 64 + k - 1] * 0.5
+            j = int(nxt[j])
+            k += 1
+        mine[i], counts[i] = total, k
+    out = mine.reshape(-1, 32)[:, ::-1].reshape(-1) + counts
+    return out, hist
+
+
+def test_lockstep_memory_condition_nested_break_own_writes(mode: str) -> None:
+    rng = np.random.default_rng(3)
+    nodes = 400
+    nxt = np.full(nodes, -1, np.int32)
+    order = rng.permutation(nodes)
+    for a, b in zip(order[:-1], order[1:], strict=True):  # one chain, cut at random places
+        nxt[a] = -1 if rng.random() < 0.05 else b
+    val = rng.standard_normal(nodes)
+    head = rng.integers(0, nodes, 4 * 32).astype(np.int32)
+    out, hist = np.zeros(head.size), np.zeros(head.size * 64)
+    steps = np.zeros(nodes, np.int64)
+    for a in range(nodes):  # every chain is shorter than 64 links
+        j = a
+        while nxt[j] >= 0:
+            j, steps[a] = nxt[j], steps[a] + 1
+    assert steps.max() < 64
+    p = plan(cpu_chase.lower().functions[-1], "cpu_chase")
+    ls = p.phases[0].lockstep  # k, read after the barrier, is kept per thread anyway
+    assert ls is not None and set(ls.carried) == {"j", "total", "r"} and "k" in p.arrays
+    _raw(cpu_chase).launch(4, 32, [nxt, val, head, out, hist])
+    want_out, want_hist = _chase(nxt, val, head)
+    np.testing.assert_array_equal(out, want_out)
+    np.testing.assert_array_equal(hist, want_hist)
+
+
+@g.raw_kernel(block=64)
+def cpu_lockstep_after_return(data: g.GlobalPtr[g.i32], n: g.u64, out: g.GlobalPtr[g.i64]):
+    """Threads past ``n`` return; a uniform load starts a new phase (done flags), whose
+    loop runs in lockstep for the threads left."""
+    i = B.global_id(0)
+    if i >= n:
+        return
+    base = data[0]
+    acc = g.i64(0)
+    k = 0
+    while k < data[i]:
+        acc += base + k
+        k += 1
+    out[i] = acc
+
+
+def test_lockstep_phase_after_returns(mode: str) -> None:
+    n = 150
+    data = np.random.default_rng(5).integers(0, 40, n).astype(np.int32)
+    out = np.full(3 * 64, -7, np.int64)
+    p = plan(cpu_lockstep_after_return.lower().functions[-1], "cpu_lockstep_after_return")
+    assert p.done_flags and p.phases[-1].lockstep is not None
+    _raw(cpu_lockstep_after_return).launch(3, 64, [data, n, out])
+    want = np.full_like(out, -7)
+    want[:n] = [sum(int(data[0]) + k for k in range(int(d))) for d in data]
+    np.testing.assert_array_equal(out, want)
+
+
+@g.raw_kernel(block=32)
+def cpu_loop_with_break(data: g.GlobalPtr[g.i32], out: g.GlobalPtr[g.i32]):
+    i = B.global_id(0)
+    k = 0
+    while k < 100:
+        if data[i] == k:
+            break
+        k += 1
+    out[i] = k
+
+
+def test_lockstep_plan() -> None:
+    """The block sum's grid-stride loop runs in lockstep carrying ``acc`` and ``i`` (``lid``
+    is recomputed); a loop with its own ``break`` or a phase with a ``return`` does not."""
+    p = plan(cpu_block_sum.lower().functions[-1], "block_sum_f32")
+    ls = p.phases[0].lockstep
+    assert ls is not None and set(ls.carried) == {"acc", "i"}
+    assert len(ls.prefix) == 3 and len(ls.suffix) == 1
+    assert all(q.lockstep is None for q in p.phases[1:])
+    p = plan(cpu_loop_with_break.lower().functions[-1], "cpu_loop_with_break")
+    assert p.phases[0].lockstep is None
+    p = plan(cpu_return_then_phase.lower().functions[-1], "cpu_return_then_phase")
+    assert all(q.lockstep is None for q in p.phases)
+
+
+def test_loop_with_break_stays_per_thread(mode: str) -> None:
+    data = np.random.default_rng(9).integers(0, 120, 64).astype(np.int32)
+    out = np.zeros(64, np.int32)
+    _raw(cpu_loop_with_break).launch(2, 32, [data, out])
+    np.testing.assert_array_equal(out, np.minimum(data, 100))

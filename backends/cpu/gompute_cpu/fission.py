@@ -30,7 +30,23 @@ block loop repeats, gets one slot per thread (an array the block's phases
 share), except a *rematerialized* one: assigned once, at the top level, from
 launch geometry, constants and values that never change afterwards
 (``lid = local_id(0)``), it is computed again at the start of each later
-phase that reads it instead of being stored.
+phase that reads it instead of being stored. A *uniform* thread variable (the same in
+every thread, but assigned in thread code) that a loop or ``if`` holding a barrier reads
+is kept in one scalar per block (:attr:`Plan.uniform`): each thread of a phase that
+mentions it starts from the value it had when the phase began, and after the phase it
+holds the value every thread computed.
+
+A phase whose top level holds a ``while`` loop with no ``break``/``continue`` of its own
+and no ``return`` anywhere in the phase runs that loop in *lockstep* (:class:`Lockstep`):
+the statements before it and its first iteration run in one pass over the threads, then
+rounds over the threads still in the loop each run a few more of their iterations, and a
+thread runs the statements after the loop as soon as its loop ends. Each thread still
+runs its own statements in its own order (a grid-stride accumulation adds in the
+kernel's order); only the interleaving between threads changes, which no barrier-free
+stretch of a valid kernel can observe (the threads of a GPU block interleave too). A
+thread no longer strides through memory alone: each round reads the neighbouring
+elements of all threads together, as a GPU's threads do. The values the loop carries from
+one round to the next live in one slot per thread (:attr:`Lockstep.carried`).
 """
 
 from __future__ import annotations
@@ -42,8 +58,23 @@ from typing import TypeAlias
 from gompute_core.errors import Unsupported
 from gompute_core.ir import nodes as ir
 from gompute_core.ir.uniformity import is_varying, varying_names
+from gompute_core.types import ScalarType
 
 _LOOPS = (ir.While, ir.ForRange)
+
+
+@dataclass(frozen=True)
+class Lockstep:
+    """A phase's ``prefix; while loop.cond: loop.body; suffix`` run with the loop in rounds
+    over the threads (see the module docstring)."""
+
+    prefix: tuple[ir.Stmt, ...]
+    loop: ir.While
+    suffix: tuple[ir.Stmt, ...]
+    carried: tuple[str, ...]
+    """Thread variables kept in a slot per thread between rounds (the others the loop and
+    suffix read are rematerialized, already kept per thread, or assigned in the loop's
+    body before any use)."""
 
 
 @dataclass
@@ -54,6 +85,8 @@ class Phase:
     stmts: tuple[ir.Stmt, ...]
     repeated: bool
     """True inside a loop held at block level (the phase runs several times per block)."""
+    lockstep: Lockstep | None = None
+    """How the phase runs its top-level loop in rounds, when it can."""
 
 
 @dataclass
@@ -141,13 +174,20 @@ class Plan:
     """True when a thread's ``return`` must make it skip later phases."""
     uses: dict[int, set[str]] = field(default_factory=dict)
     """Variables each phase mentions (by phase index)."""
+    uniform: frozenset[str] = frozenset()
+    """Uniform thread variables read by block control: one scalar per block, which each
+    thread of a phase mentioning it starts from the phase's entry value."""
 
     def preamble(self, phase: Phase) -> list[str]:
         """The rematerialized variables ``phase`` reads but does not assign, with their
         dependencies, in definition order."""
-        assigned = assigned_in(phase.stmts)
+        return self.recomputed(self.uses[phase.index] - assigned_in(phase.stmts))
+
+    def recomputed(self, names: set[str]) -> list[str]:
+        """The rematerialized variables among ``names``, with their dependencies, in
+        definition order."""
         need: set[str] = set()
-        todo = [n for n in self.uses[phase.index] if n in self.remat and n not in assigned]
+        todo = [n for n in names if n in self.remat]
         while todo:
             name = todo.pop()
             if name not in need:
@@ -160,7 +200,13 @@ class _Planner:
     def __init__(self, fn: ir.Function, kernel: str) -> None:
         self.fn = fn
         self.kernel = kernel
-        self.thread: set[str] = set(varying_names(fn))
+        self.varying = varying_names(fn)
+        self.thread: set[str] = set(self.varying)
+        self.block_read: set[str] = set()
+        """Uniform thread variables a block statement's condition or bounds read: every
+        thread computes the same value, and every thread reaches the block statement (the
+        frontend rejects a barrier after a return some threads may take), so one scalar
+        per block, last written by any thread, holds it."""
         while True:
             before = len(self.thread)
             self._mark(fn.body)
@@ -210,11 +256,11 @@ class _Planner:
         else:
             exprs = (s.cond,)
         shared = set().union(*(names_in(e) for e in exprs)) & self.thread
-        if shared:
+        if shared & self.varying:  # the frontend rejects these first
             raise self._unsupported(
                 f"the {type(s).__name__.lower()} holding a barrier whose condition reads "
-                f"{sorted(shared)}, assigned in per-thread code (a loop or if without a "
-                "barrier); compute it at the kernel's top level")
+                f"{sorted(shared & self.varying)}, which differs between threads")
+        self.block_read |= shared
 
     def build(self, body: Iterable[ir.Stmt], repeated: bool) -> list[Item]:
         items: list[Item] = []
@@ -270,6 +316,49 @@ class _Planner:
         return out
 
 
+def _exits(body: tuple[ir.Stmt, ...]) -> bool:
+    """True when ``body`` holds a ``break`` or ``continue`` of the loop it is the body of
+    (not one inside a nested loop)."""
+    for s in body:
+        if isinstance(s, (ir.Break, ir.Continue)):
+            return True
+        if isinstance(s, ir.If) and (_exits(s.body) or _exits(s.orelse)):
+            return True
+    return False
+
+
+def _fresh_each_iteration(body: tuple[ir.Stmt, ...]) -> set[str]:
+    """Variables assigned at ``body``'s top level before anything else in it mentions
+    them (each iteration computes them anew)."""
+    seen: set[str] = set()
+    fresh: set[str] = set()
+    for s in body:
+        if isinstance(s, ir.Assign) and s.name not in seen and s.name not in names_in(s.value):
+            fresh.add(s.name)
+        seen |= names_in(s)
+    return fresh
+
+
+def _lockstep(fn: ir.Function, phase: Phase, thread: frozenset[str], arrays: frozenset[str],
+              remat: dict[str, ir.Expr]) -> Lockstep | None:
+    """The lockstep form of ``phase``'s first eligible top-level ``while``, if any."""
+    if holds(phase.stmts, ir.Return):
+        return None
+    types = dict([*fn.args, *fn.locals])
+    for k, s in enumerate(phase.stmts):
+        if not isinstance(s, ir.While) or _exits(s.body):
+            continue
+        suffix = phase.stmts[k + 1:]
+        later = names_in((s, suffix)) & thread
+        fresh = _fresh_each_iteration(s.body) - names_in(s.cond) - names_in(suffix)
+        carried = later - fresh - arrays - set(remat)
+        if not all(isinstance(types.get(n), ScalarType) for n in carried):
+            return None
+        return Lockstep(phase.stmts[:k], s, suffix,
+                        tuple(n for n in types if n in carried))
+    return None
+
+
 def plan(fn: ir.Function, kernel: str) -> Plan:
     """Split ``fn`` (a raw kernel's entry) into block statements and phases."""
     planner = _Planner(fn, kernel)
@@ -281,8 +370,13 @@ def plan(fn: ir.Function, kernel: str) -> Plan:
     for p in phases:
         for name in uses[p.index] & planner.thread:
             in_phases.setdefault(name, []).append(p)
-    arrays = frozenset(name for name, ps in in_phases.items() if name not in remat and (
-        len(ps) > 1 or ps[0].repeated))
     returns = any(holds(p.stmts, ir.Return) for p in phases)
     done = returns and (len(phases) > 1 or any(p.repeated for p in phases))
-    return Plan(fn, items, phases, frozenset(planner.thread), arrays, remat, done, uses)
+    uniform = frozenset(planner.block_read)
+    remat = {name: value for name, value in remat.items() if name not in uniform}
+    arrays = frozenset(name for name, ps in in_phases.items() if name not in remat and (
+        len(ps) > 1 or ps[0].repeated) and name not in uniform)
+    thread = frozenset(planner.thread)
+    for p in phases:
+        p.lockstep = _lockstep(fn, p, thread, arrays, remat)
+    return Plan(fn, items, phases, thread, arrays, remat, done, uses, uniform)
