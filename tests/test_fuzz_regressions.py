@@ -14,6 +14,7 @@ from gompute_core.frontend import lower
 
 I32_MAX = g.i32(2147483647)
 I64_BIG = g.i64(2147483647)
+U32_ZERO = g.u32(0)
 
 
 # -- int64 + - * wrap (fuzz 1001/2188 and ten more): numba flags them `nsw`, LLVM folded ----
@@ -141,3 +142,25 @@ def integer_to_one_and_a_half(a, b):
 def test_integer_to_another_float_exponent_is_rejected() -> None:
     with pytest.raises(KernelSyntaxError, match=r"'a \*\* 1\.5' mixes types .* g\.f64\(x\)"):
         lower(integer_to_one_and_a_half, [np.int64, np.int64], np.float64, "k")
+
+
+# -- a float select whose arms differ only in the sign of zero (fuzz 1003/1159) -------------
+def min_with_false(a, b):
+    return min(b, abs(False))
+
+
+def min_with_a_cast_constant(a, b):
+    return min((+b), abs(bool(int(g.i8(U32_ZERO)))))
+
+
+def clamp_below_zero_f32(a, b):
+    return g.f32(0.0) if 0.0 < b else g.f32(b)
+
+
+@pytest.mark.parametrize("fn", [min_with_false, min_with_a_cast_constant,
+                                clamp_below_zero_f32])
+def test_select_keeps_the_sign_of_a_zero_arm(fn: object) -> None:
+    # 0.0f if 0.0 < b else f32(b): LLVM rewrote it to `b >= 0 ? 0.0f : f32(b)`, +0.0 for -0.0
+    a = np.zeros(5, np.float32)
+    b = np.array([-0.0, 0.0, 1.0, -1.0, np.nan], np.float64)
+    agrees(f"fz_{fn.__name__}", fn, a, b, np.float32)  # type: ignore[attr-defined]
