@@ -24,6 +24,7 @@ from .ctypes_ import (
     reg_type,
     wide_unsigned,
 )
+from .helpers import CONSTANT_POWERS
 
 if TYPE_CHECKING:
     from .renderer import CRenderer
@@ -32,6 +33,14 @@ _ARITH = {"add": "+", "sub": "-", "mul": "*", "truediv": "/",
           "bitand": "&", "bitor": "|", "bitxor": "^"}
 _CMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 _INT_HELPERS = {"floordiv", "mod", "lshift", "rshift", "pow"}
+
+
+def _constant_exponent(e: ir.Expr) -> float | None:
+    """The exponent of a float ``**`` when it is a constant in ``CONSTANT_POWERS``."""
+    if not isinstance(e, ir.Const) or isinstance(e.value, bool):
+        return None
+    value = float(e.value)
+    return value if value in CONSTANT_POWERS else None
 
 
 def var_name(name: str) -> str:
@@ -154,6 +163,9 @@ class FunctionWriter(Visitor):
         if op in ("floordiv", "mod"):
             return f"{self.r.need_float_helper(op, t)}({a}, {b})"
         if op == "pow":
+            y = _constant_exponent(e.rhs)
+            if y is not None:
+                return f"{self.r.need_constant_power(y, t)}({a})"
             return self.r.math_call("pow", t, [a, b])
         raise Unsupported(f"operation {op!r} on {c}")
 
