@@ -188,10 +188,26 @@ def widened_abs(a, b):
 def test_abs_selects_in_the_wide_unsigned_type(t: type, wide: str) -> None:
     # NVRTC compiled `a < 0 ? (i16)(0u - (u32)a) : a` so that abs(-32768), widened to u64,
     # was 32768 instead of 2**64 - 32768 (fuzz 20261130/8699, 8093)
+    from gompute_core.codegen.ctypes_ import wrap_int
+
     c = f"gp_{np.dtype(t).name.replace('int', 'i')}"
     src = _c_source(widened_abs, np.uint16, t, np.uint64)
     assert (f"{c} gp_abs_{c[3:]}({c} a) {{ {wide} w = ({wide})a; "
-            f"return ({c})(a < 0 ? ({wide})0 - w : w); }}") in src
+            f"return {wrap_int(f'a < 0 ? ({wide})0 - w : w', t)}; }}") in src
+
+
+def negated(a, b):
+    return -b
+
+
+@pytest.mark.parametrize(("t", "half"), [(np.int8, 128), (np.int16, 32768)])
+def test_narrow_signed_results_sign_extend_by_arithmetic(t: type, half: int) -> None:
+    # NVRTC compiled (i64)(i16)(0u - (u32)x) as -(i64)x: +32768 for x = -32768
+    # (fuzz 777001/7301 and 5851 are still open, see DEVELOPERS.md)
+    c = f"gp_{np.dtype(t).name.replace('int', 'i')}"
+    src = _c_source(negated, np.uint16, t, np.int64)
+    assert (f"(({c})((gp_i32)((((gp_u32)((gp_u32)0 - (gp_u32)(v_b))) & {2 * half - 1}u) "
+            f"^ {half}u) - {half}))") in src
 
 
 def b_squared(a, b):
@@ -246,7 +262,8 @@ EXACT32 = np.array([112.0, 1800.0, -2847.0, 3.0, -7.0, 0.5, 0.0, -0.0, np.inf, -
 
 I16 = np.array([-32768, -32767, -1, 0, 7, 32767], np.int16)
 
-RUNTIME_CASES = [(widened_abs, I16, np.uint64), (b_squared, EXACT, np.float64),
+RUNTIME_CASES = [(widened_abs, I16, np.uint64), (negated, I16, np.int64),
+                 (b_squared, EXACT, np.float64),
                  (b_cubed, EXACT, np.float64), (b_reciprocal, EXACT, np.float64),
                  (b_root, EXACT, np.float64), (b_zeroth_and_first, EXACT, np.float64),
                  (b_squared, EXACT32, np.float32), (b_cubed, EXACT32, np.float32),
@@ -294,3 +311,19 @@ def test_c_renderings_equal_the_oracle(runner: object, fn: object, b: np.ndarray
     got = runner(name, fn, b, out_t, tmp_path)  # type: ignore[operator]
     want = oracle(fn, np.zeros(b.size, np.uint16), b, out_t)
     assert got.tobytes() == want.tobytes(), (got, want)
+
+
+# -- the sign of a NaN is unspecified (fuzz 20261130/3946) ------------------------------------
+def sign_of_product(a, b):
+    return g.math.copysign(1.0, b * 0.0)
+
+
+def test_fuzz_oracle_does_not_compare_the_sign_of_a_nan() -> None:
+    # inf * 0.0 is -nan on x86 and +nan on a GPU: copysign(0.0, inf * 0.0 % v) was -0.0 in
+    # the oracle and +0.0 on the H200 and on PoCL
+    from gompute_core.testing.test_fuzz import oracle as fuzz_oracle
+
+    b = np.array([np.inf, -2.0, np.nan, 3.0], np.float64)
+    want, defined = fuzz_oracle(sign_of_product, b, b, np.float64)
+    assert defined.tolist() == [False, True, False, True]
+    assert want[defined].tolist() == [-1.0, 1.0]

@@ -23,6 +23,7 @@ from .ctypes_ import (
     mem_type,
     reg_type,
     wide_unsigned,
+    wrap_int,
 )
 from .helpers import CONSTANT_POWERS
 
@@ -132,7 +133,7 @@ class FunctionWriter(Visitor):
         if e.op == "neg":
             if is_int_type(t):
                 u = wide_unsigned(t)
-                return f"(({reg_type(t)})(({u})0 - ({u})({a})))"
+                return wrap_int(f"({u})0 - ({u})({a})", t)
             return f"(-({a}))"
         if t is np.bool_:
             return f"(!({a}))"
@@ -152,7 +153,7 @@ class FunctionWriter(Visitor):
         if is_int_type(t):
             if op in ("add", "sub", "mul"):
                 u = wide_unsigned(t)
-                return f"(({c})(({u})({a}) {_ARITH[op]} ({u})({b})))"
+                return wrap_int(f"({u})({a}) {_ARITH[op]} ({u})({b})", t)
             if op in ("bitand", "bitor", "bitxor"):
                 return f"(({c})(({a}) {_ARITH[op]} ({b})))"
             if op in _INT_HELPERS:

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..ir.nodes import IRType
 from ..types import bits, is_signed, short_name
-from .ctypes_ import reg_type, wide_unsigned
+from .ctypes_ import reg_type, wide_unsigned, wrap_int
 
 
 def helper_name(op: str, t: IRType) -> str:
@@ -39,7 +39,7 @@ def int_helper(op: str, t: IRType, fq: str) -> str:
         if not signed:
             return f"{head} {{ return b == 0 ? ({c})0 : ({c})(a / b); }}\n"
         return (f"{head} {{\n  if (b == 0) return 0;\n"
-                f"  if (b == -1) return ({c})(({u})0 - ({u})a);\n"
+                f"  if (b == -1) return {wrap_int(f'({u})0 - ({u})a', t)};\n"
                 f"  {c} q = ({c})(a / b);\n"
                 f"  if (({c})(a % b) != 0 && ((a < 0) != (b < 0))) q = ({c})(q - 1);\n"
                 f"  return q;\n}}\n")
@@ -53,7 +53,7 @@ def int_helper(op: str, t: IRType, fq: str) -> str:
     if op == "lshift":
         neg = " || b < 0" if signed else ""
         return (f"{head} {{ return (b >= {width}{neg}) ? ({c})0 : "
-                f"({c})(({u})a << ({u})b); }}\n")
+                f"{wrap_int(f'({u})a << ({u})b', t)}; }}\n")
     if op == "rshift":
         if not signed:
             return f"{head} {{ return b >= {width} ? ({c})0 : ({c})(a >> b); }}\n"
@@ -64,19 +64,19 @@ def int_helper(op: str, t: IRType, fq: str) -> str:
                f": ({c})0);\n") if signed else ""
         return (f"{head} {{\n{neg}  {u} r = 1, x = ({u})a, e = ({u})b;\n"
                 f"  while (e) {{ if (e & 1) r *= x; x *= x; e >>= 1; }}\n"
-                f"  return ({c})r;\n}}\n")
+                f"  return {wrap_int('r', t)};\n}}\n")
     if op == "min":
         return f"{head} {{ return (b < a) ? b : a; }}\n"
     if op == "max":
         return f"{head} {{ return (b > a) ? b : a; }}\n"
     if op == "abs":
-        # the select is made in the wide unsigned type, then narrowed: NVRTC compiled
-        # `a < 0 ? (i16)(0u - (u32)a) : a` to an abs whose i16 minimum, widened again,
-        # was +32768 (fuzz 20261130/8699, 8093)
+        # the select is made in the wide unsigned type, then wrapped (see wrap_int): NVRTC
+        # compiled `a < 0 ? (i16)(0u - (u32)a) : a` to an abs whose i16 minimum, widened
+        # again, was +32768 (fuzz 20261130/8699, 8093)
         if not signed:
             return f"{fq} {c} {name}({c} a) {{ return a; }}\n"
         return (f"{fq} {c} {name}({c} a) {{ {u} w = ({u})a; "
-                f"return ({c})(a < 0 ? ({u})0 - w : w); }}\n")
+                f"return {wrap_int(f'a < 0 ? ({u})0 - w : w', t)}; }}\n")
     raise KeyError(op)
 
 
