@@ -4,16 +4,22 @@ line naming the expression."""
 
 from __future__ import annotations
 
+import ctypes
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
-from test_frontend_oracle_promise import agrees
+from test_frontend_oracle_promise import agrees, oracle
 
 import gompute_core as g
 from gompute_core.errors import KernelSyntaxError
 from gompute_core.frontend import lower
+from gompute_core.plugins import manager
 
 I32_MAX = g.i32(2147483647)
 I64_BIG = g.i64(2147483647)
+U32_ZERO = g.u32(0)
 
 
 # -- int64 + - * wrap (fuzz 1001/2188 and ten more): numba flags them `nsw`, LLVM folded ----
@@ -141,3 +147,183 @@ def integer_to_one_and_a_half(a, b):
 def test_integer_to_another_float_exponent_is_rejected() -> None:
     with pytest.raises(KernelSyntaxError, match=r"'a \*\* 1\.5' mixes types .* g\.f64\(x\)"):
         lower(integer_to_one_and_a_half, [np.int64, np.int64], np.float64, "k")
+
+
+# -- a float select whose arms differ only in the sign of zero (fuzz 1003/1159) -------------
+def min_with_false(a, b):
+    return min(b, abs(False))
+
+
+def min_with_a_cast_constant(a, b):
+    return min((+b), abs(bool(int(g.i8(U32_ZERO)))))
+
+
+def clamp_below_zero_f32(a, b):
+    return g.f32(0.0) if 0.0 < b else g.f32(b)
+
+
+@pytest.mark.parametrize("fn", [min_with_false, min_with_a_cast_constant,
+                                clamp_below_zero_f32])
+def test_select_keeps_the_sign_of_a_zero_arm(fn: object) -> None:
+    # 0.0f if 0.0 < b else f32(b): LLVM rewrote it to `b >= 0 ? 0.0f : f32(b)`, +0.0 for -0.0
+    a = np.zeros(5, np.float32)
+    b = np.array([-0.0, 0.0, 1.0, -1.0, np.nan], np.float64)
+    agrees(f"fz_{fn.__name__}", fn, a, b, np.float32)  # type: ignore[attr-defined]
+
+
+# -- the C-family renderers (CUDA, HIP, OpenCL): fuzz 20261130 on an H200 ------------------
+def _c_source(fn: object, a_t: type, b_t: type, out_t: type) -> str:
+    from gompute_cuda.renderer import CUDARenderer
+
+    name = f"fz_c_{fn.__name__}_{np.dtype(b_t).name}"  # type: ignore[attr-defined]
+    return CUDARenderer().render(g.zip(name, a_t, b_t, out_t, None, fn).lower())
+
+
+def widened_abs(a, b):
+    return g.u64(abs(b))
+
+
+@pytest.mark.parametrize(("t", "wide"), [(np.int8, "gp_u32"), (np.int16, "gp_u32"),
+                                         (np.int32, "gp_u32"), (np.int64, "gp_u64")])
+def test_abs_selects_in_the_wide_unsigned_type(t: type, wide: str) -> None:
+    # NVRTC compiled `a < 0 ? (i16)(0u - (u32)a) : a` so that abs(-32768), widened to u64,
+    # was 32768 instead of 2**64 - 32768 (fuzz 20261130/8699, 8093)
+    from gompute_core.codegen.ctypes_ import wrap_int
+
+    c = f"gp_{np.dtype(t).name.replace('int', 'i')}"
+    src = _c_source(widened_abs, np.uint16, t, np.uint64)
+    assert (f"{c} gp_abs_{c[3:]}({c} a) {{ {wide} w = ({wide})a; "
+            f"return {wrap_int(f'a < 0 ? ({wide})0 - w : w', t)}; }}") in src
+
+
+def negated(a, b):
+    return -b
+
+
+@pytest.mark.parametrize(("t", "half"), [(np.int8, 128), (np.int16, 32768)])
+def test_narrow_signed_results_sign_extend_by_arithmetic(t: type, half: int) -> None:
+    # NVRTC compiled (i64)(i16)(0u - (u32)x) as -(i64)x: +32768 for x = -32768
+    # (fuzz 777001/7301 and 5851 are still open, see DEVELOPERS.md)
+    c = f"gp_{np.dtype(t).name.replace('int', 'i')}"
+    src = _c_source(negated, np.uint16, t, np.int64)
+    assert (f"(({c})((gp_i32)((((gp_u32)((gp_u32)0 - (gp_u32)(v_b))) & {2 * half - 1}u) "
+            f"^ {half}u) - {half}))") in src
+
+
+def b_squared(a, b):
+    return b ** 2
+
+
+def b_cubed(a, b):
+    return b ** 3
+
+
+def b_reciprocal(a, b):
+    return b ** -1.0
+
+
+def b_root(a, b):
+    return b ** 0.5
+
+
+def b_zeroth_and_first(a, b):
+    return b ** 0 + b ** 1.0
+
+
+def b_one_and_a_half(a, b):
+    return b ** 1.5
+
+
+CONSTANT_POWERS = [(b_squared, "gp_pow2"), (b_cubed, "gp_pow3"), (b_reciprocal, "gp_powm1"),
+                   (b_root, "gp_powhalf"), (b_zeroth_and_first, "gp_pow0")]
+
+
+@pytest.mark.parametrize(("fn", "helper"), CONSTANT_POWERS)
+@pytest.mark.parametrize("t", [np.float64, np.float32, np.float16])
+def test_float_power_of_a_constant_is_not_the_devices_pow(fn: object, helper: str,
+                                                          t: type) -> None:
+    # CUDA's pow(112.0, 2.0) is 12543.999..., pow(18600.0, 3.0) 6434855999999.999
+    # (fuzz 20261130/9167, 7106, 4673, 573)
+    src = _c_source(fn, t, t, t)
+    assert f"{helper}_{np.dtype(t).name.replace('float', 'f')}(" in src
+    assert "pow(" not in src and "powf(" not in src
+
+
+def test_float_power_of_another_exponent_is_the_devices_pow() -> None:
+    assert "pow(" in _c_source(b_one_and_a_half, np.float64, np.float64, np.float64)
+
+
+EXACT = np.array([112.0, 18600.0, -28478.0, 3.0, -7.0, 0.5, 0.0, -0.0, np.inf, -np.inf,
+                  np.nan, 1e300, -1e-300, 5e-324, 2.0 ** 52 + 1], np.float64)
+"""Bases whose constant powers the C library's ``pow`` (the oracle's) computes exactly."""
+
+EXACT32 = np.array([112.0, 1800.0, -2847.0, 3.0, -7.0, 0.5, 0.0, -0.0, np.inf, -np.inf,
+                    np.nan, 1e30, -1e-30, 1e-45, 2.0 ** 23 + 1], np.float32)
+
+I16 = np.array([-32768, -32767, -1, 0, 7, 32767], np.int16)
+
+RUNTIME_CASES = [(widened_abs, I16, np.uint64), (negated, I16, np.int64),
+                 (b_squared, EXACT, np.float64),
+                 (b_cubed, EXACT, np.float64), (b_reciprocal, EXACT, np.float64),
+                 (b_root, EXACT, np.float64), (b_zeroth_and_first, EXACT, np.float64),
+                 (b_squared, EXACT32, np.float32), (b_cubed, EXACT32, np.float32),
+                 (b_root, EXACT32, np.float32)]
+
+
+def _run_c99(name: str, fn: object, b: np.ndarray, out_t: type, tmp: Path) -> np.ndarray:
+    """The zip kernel rendered by the C99 dialect of ``test_codegen_c99``, built by gcc."""
+    from test_codegen_c99 import C99Renderer, _shared_library
+
+    kir = g.zip(name, np.uint16, b.dtype.type, out_t, None, fn).lower()
+    lib = _shared_library(C99Renderer().render(kir), tmp / f"{name}.so")
+    a, out = np.zeros(b.size, np.uint16), np.zeros(b.size, out_t)
+    run = getattr(lib, kir.name)
+    run.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_uint64]
+    run(a.ctypes.data, b.ctypes.data, out.ctypes.data, b.size)
+    return out
+
+
+def _run_opencl(name: str, fn: object, b: np.ndarray, out_t: type, tmp: Path) -> np.ndarray:
+    """The zip kernel on the OpenCL example backend (skipped without an OpenCL device)."""
+    pytest.importorskip("pyopencl")
+    sys.path.insert(0, str(Path(__file__).parents[1] / "examples" / "gompute-opencl"))
+    try:
+        from gompute_opencl import plugin
+    finally:
+        sys.path.pop(0)
+    with manager.isolated():
+        manager.register(plugin, "opencl")
+        avail = manager.probe("opencl")
+        if not avail.available:
+            pytest.skip(avail.reason)
+        a, out = np.zeros(b.size, np.uint16), np.zeros(b.size, out_t)
+        with g.Kernel(g.zip(name, np.uint16, b.dtype.type, out_t, None, fn), "opencl") as k:
+            k.run(a, b, out, None)
+    return out
+
+
+@pytest.mark.parametrize("runner", [_run_c99, _run_opencl], ids=["c99-gcc", "opencl"])
+@pytest.mark.parametrize(("fn", "b", "out_t"), RUNTIME_CASES,
+                         ids=lambda v: getattr(v, "__name__", None) or "")
+def test_c_renderings_equal_the_oracle(runner: object, fn: object, b: np.ndarray,
+                                       out_t: type, tmp_path: Path) -> None:
+    name = f"fz{runner.__name__}_{fn.__name__}_{b.dtype.name}"  # type: ignore[attr-defined]
+    got = runner(name, fn, b, out_t, tmp_path)  # type: ignore[operator]
+    want = oracle(fn, np.zeros(b.size, np.uint16), b, out_t)
+    assert got.tobytes() == want.tobytes(), (got, want)
+
+
+# -- the sign of a NaN is unspecified (fuzz 20261130/3946) ------------------------------------
+def sign_of_product(a, b):
+    return g.math.copysign(1.0, b * 0.0)
+
+
+def test_fuzz_oracle_does_not_compare_the_sign_of_a_nan() -> None:
+    # inf * 0.0 is -nan on x86 and +nan on a GPU: copysign(0.0, inf * 0.0 % v) was -0.0 in
+    # the oracle and +0.0 on the H200 and on PoCL
+    from gompute_core.testing.test_fuzz import oracle as fuzz_oracle
+
+    b = np.array([np.inf, -2.0, np.nan, 3.0], np.float64)
+    want, defined = fuzz_oracle(sign_of_product, b, b, np.float64)
+    assert defined.tolist() == [False, True, False, True]
+    assert want[defined].tolist() == [-1.0, 1.0]

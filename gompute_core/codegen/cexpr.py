@@ -23,7 +23,9 @@ from .ctypes_ import (
     mem_type,
     reg_type,
     wide_unsigned,
+    wrap_int,
 )
+from .helpers import CONSTANT_POWERS
 
 if TYPE_CHECKING:
     from .renderer import CRenderer
@@ -32,6 +34,14 @@ _ARITH = {"add": "+", "sub": "-", "mul": "*", "truediv": "/",
           "bitand": "&", "bitor": "|", "bitxor": "^"}
 _CMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 _INT_HELPERS = {"floordiv", "mod", "lshift", "rshift", "pow"}
+
+
+def _constant_exponent(e: ir.Expr) -> float | None:
+    """The exponent of a float ``**`` when it is a constant in ``CONSTANT_POWERS``."""
+    if not isinstance(e, ir.Const) or isinstance(e.value, bool):
+        return None
+    value = float(e.value)
+    return value if value in CONSTANT_POWERS else None
 
 
 def var_name(name: str) -> str:
@@ -123,7 +133,7 @@ class FunctionWriter(Visitor):
         if e.op == "neg":
             if is_int_type(t):
                 u = wide_unsigned(t)
-                return f"(({reg_type(t)})(({u})0 - ({u})({a})))"
+                return wrap_int(f"({u})0 - ({u})({a})", t)
             return f"(-({a}))"
         if t is np.bool_:
             return f"(!({a}))"
@@ -143,7 +153,7 @@ class FunctionWriter(Visitor):
         if is_int_type(t):
             if op in ("add", "sub", "mul"):
                 u = wide_unsigned(t)
-                return f"(({c})(({u})({a}) {_ARITH[op]} ({u})({b})))"
+                return wrap_int(f"({u})({a}) {_ARITH[op]} ({u})({b})", t)
             if op in ("bitand", "bitor", "bitxor"):
                 return f"(({c})(({a}) {_ARITH[op]} ({b})))"
             if op in _INT_HELPERS:
@@ -154,6 +164,9 @@ class FunctionWriter(Visitor):
         if op in ("floordiv", "mod"):
             return f"{self.r.need_float_helper(op, t)}({a}, {b})"
         if op == "pow":
+            y = _constant_exponent(e.rhs)
+            if y is not None:
+                return f"{self.r.need_constant_power(y, t)}({a})"
             return self.r.math_call("pow", t, [a, b])
         raise Unsupported(f"operation {op!r} on {c}")
 

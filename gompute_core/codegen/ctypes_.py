@@ -97,6 +97,20 @@ def wide_unsigned(t: IRType) -> str:
     return "gp_u64" if bits(t) == 64 else "gp_u32"
 
 
+def wrap_int(text: str, t: IRType) -> str:
+    """``text``, an unsigned ``gp_u32``/``gp_u64`` computation, wrapped to integer type ``t``.
+
+    An i8/i16 result is sign-extended with explicit arithmetic, ``((u & 0xFFFF) ^ 0x8000)
+    - 0x8000``, not by a cast: NVRTC (13.0, sm_90) compiled ``(i64)(i16)(0u - (u32)x)`` as
+    ``-(i64)x``, +32768 for ``x = -32768``, as if the 16-bit negation could not wrap
+    (fuzz 777001/7301, 5851; 20261130/8699, 8093 through ``abs``)."""
+    c = reg_type(t)
+    if not (is_signed(t) and bits(t) < 32):
+        return f"(({c})({text}))"
+    half = 1 << (bits(t) - 1)
+    return f"(({c})((gp_i32)((((gp_u32)({text})) & {2 * half - 1}u) ^ {half}u) - {half}))"
+
+
 def int_literal(value: int, t: IRType) -> str:
     """A C literal of integer type ``t`` (minimum values spelt without overflow)."""
     value = int(value)

@@ -5,7 +5,9 @@ function, so that operands are evaluated once and no C undefined behaviour is
 reached: integer wrap goes through unsigned arithmetic; floor division and
 modulo follow Python (division by zero gives 0, ``i_min // -1`` wraps); shifts
 outside ``[0, width)`` give 0 or -1 as NumPy; float floor division and modulo
-follow NumPy's ``npy_divmod``; ``min``/``max`` follow Python's builtins.
+follow NumPy's ``npy_divmod``; ``min``/``max`` follow Python's builtins; a float ``**``
+one of a few constants is computed without the device's ``pow`` (see
+:func:`constant_power`).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import numpy as np
 
 from ..ir.nodes import IRType
 from ..types import bits, is_signed, short_name
-from .ctypes_ import reg_type, wide_unsigned
+from .ctypes_ import reg_type, wide_unsigned, wrap_int
 
 
 def helper_name(op: str, t: IRType) -> str:
@@ -37,7 +39,7 @@ def int_helper(op: str, t: IRType, fq: str) -> str:
         if not signed:
             return f"{head} {{ return b == 0 ? ({c})0 : ({c})(a / b); }}\n"
         return (f"{head} {{\n  if (b == 0) return 0;\n"
-                f"  if (b == -1) return ({c})(({u})0 - ({u})a);\n"
+                f"  if (b == -1) return {wrap_int(f'({u})0 - ({u})a', t)};\n"
                 f"  {c} q = ({c})(a / b);\n"
                 f"  if (({c})(a % b) != 0 && ((a < 0) != (b < 0))) q = ({c})(q - 1);\n"
                 f"  return q;\n}}\n")
@@ -51,7 +53,7 @@ def int_helper(op: str, t: IRType, fq: str) -> str:
     if op == "lshift":
         neg = " || b < 0" if signed else ""
         return (f"{head} {{ return (b >= {width}{neg}) ? ({c})0 : "
-                f"({c})(({u})a << ({u})b); }}\n")
+                f"{wrap_int(f'({u})a << ({u})b', t)}; }}\n")
     if op == "rshift":
         if not signed:
             return f"{head} {{ return b >= {width} ? ({c})0 : ({c})(a >> b); }}\n"
@@ -62,15 +64,59 @@ def int_helper(op: str, t: IRType, fq: str) -> str:
                f": ({c})0);\n") if signed else ""
         return (f"{head} {{\n{neg}  {u} r = 1, x = ({u})a, e = ({u})b;\n"
                 f"  while (e) {{ if (e & 1) r *= x; x *= x; e >>= 1; }}\n"
-                f"  return ({c})r;\n}}\n")
+                f"  return {wrap_int('r', t)};\n}}\n")
     if op == "min":
         return f"{head} {{ return (b < a) ? b : a; }}\n"
     if op == "max":
         return f"{head} {{ return (b > a) ? b : a; }}\n"
     if op == "abs":
-        body = f"a < 0 ? ({c})(({u})0 - ({u})a) : a" if signed else "a"
-        return f"{fq} {c} {name}({c} a) {{ return {body}; }}\n"
+        # the select is made in the wide unsigned type, then wrapped (see wrap_int): NVRTC
+        # compiled `a < 0 ? (i16)(0u - (u32)a) : a` to an abs whose i16 minimum, widened
+        # again, was +32768 (fuzz 20261130/8699, 8093)
+        if not signed:
+            return f"{fq} {c} {name}({c} a) {{ return a; }}\n"
+        return (f"{fq} {c} {name}({c} a) {{ {u} w = ({u})a; "
+                f"return {wrap_int(f'a < 0 ? ({u})0 - w : w', t)}; }}\n")
     raise KeyError(op)
+
+
+CONSTANT_POWERS: dict[float, str] = {
+    -1.0: "powm1", 0.0: "pow0", 0.5: "powhalf", 1.0: "pow1", 2.0: "pow2", 3.0: "pow3"}
+"""Float helper names of ``x ** y`` for the constant exponents computed without ``pow``."""
+
+
+def constant_power(y: float, t: IRType, fq: str, sqrt: str, round_half: str) -> str:
+    """Source of the float helper computing ``x ** y`` for ``y`` in :data:`CONSTANT_POWERS`,
+    correctly rounded, as the C library's ``pow`` (the oracle's) is but for rare near-ties.
+
+    A GPU's ``pow`` is only within 2 ulp: CUDA's ``pow(112.0, 2.0)`` is 12543.999...,
+    ``pow(18600.0, 3.0)`` 6434855999999.999 (fuzz 20261130/9167, 7106, 4673, 573), and on
+    the H200 a quarter of random doubles squared differed from NumPy's (0.1% with these).
+    ``x * x``, ``1 / x`` and ``sqrt`` round once (``pow(-0.0, 0.5)`` is +0.0 and
+    ``pow(-inf, 0.5)`` +inf, where ``sqrt`` gives -0.0 and nan); an f64 cube is a
+    double-double product (``fma`` error terms) rounded once, a narrower cube a product of
+    doubles (exact up to the square) rounded to the type. ``sqrt`` is the dialect's
+    square root of the register type."""
+    c, name = reg_type(t), helper_name(CONSTANT_POWERS[y], t)
+    rnd = round_half if t is np.float16 else ""
+    head = f"{fq} {c} {name}({c} x)"
+    one, zero = ("1.0", "0.0") if t is np.float64 else ("1.0f", "0.0f")
+    if y in (0.0, 1.0):
+        return f"{head} {{ return {one if y == 0.0 else 'x'}; }}\n"
+    if y == -1.0:
+        return f"{head} {{ return {rnd}({one} / x); }}\n"
+    if y == 0.5:
+        lowest = "-1.7976931348623157e308" if t is np.float64 else "-3.4028234663852886e38f"
+        return f"{head} {{ return x < {lowest} ? -x : {rnd}({sqrt}(x) + {zero}); }}\n"
+    if y == 2.0:
+        return f"{head} {{ return {rnd}(x * x); }}\n"
+    if t is not np.float64:
+        return f"{head} {{ return {rnd}((float)((double)x * (double)x * (double)x)); }}\n"
+    return (f"{head} {{\n"
+            f"  double h = x * x, p = h * x;\n"
+            f"  if (p == 0.0 || !(p - p == 0.0)) return p;  /* zero, inf, nan */\n"
+            f"  double l = fma(x, x, -h), e = fma(h, x, -p);\n"
+            f"  return p + (e + l * x);\n}}\n")
 
 
 def float_helper(op: str, t: IRType, fq: str, math_name: dict[str, str], round_half: str) -> str:

@@ -29,7 +29,7 @@ from .atomics import CUDA_ATOMICS, CUDA_CAS, CUDA_FLOAT_BITS, cas_loop_helper
 from .cexpr import FunctionWriter
 from .ctypes_ import C_FAMILY_RESERVED, INT_TYPEDEFS, reg_type
 from .entries import EntryWriter, params_decls
-from .helpers import float_helper, helper_name, int_helper
+from .helpers import CONSTANT_POWERS, constant_power, float_helper, helper_name, int_helper
 from .raw import raw_entry
 
 _C_MATH: dict[str, str] = {
@@ -220,6 +220,17 @@ class CRenderer:
             names = {m: self.math_name(m, key) for m in ("fmod", "floor", "copysign")}
             self._helpers[name] = float_helper(op, t, self.function_qualifier, names,
                                                self.round_half)
+            self.uses_half |= t is np.float16
+        return name
+
+    def need_constant_power(self, y: float, t: IRType) -> str:
+        """Name of the helper computing float ``x ** y`` for a constant ``y`` in
+        :data:`~gompute_core.codegen.helpers.CONSTANT_POWERS`, emitting it once."""
+        name = helper_name(CONSTANT_POWERS[y], t)
+        if name not in self._helpers:
+            sqrt = self.math_name("sqrt", np.float64 if t is np.float64 else np.float32)
+            self._helpers[name] = constant_power(y, t, self.function_qualifier, sqrt,
+                                                 self.round_half)
             self.uses_half |= t is np.float16
         return name
 

@@ -8,8 +8,9 @@ every pair of them) and random ones, exactly what the kernel function computes w
 as Python on NumPy scalars (an outermost transcendental ``g.math`` call within
 ``fuzzgen.ULPS``). Elements where the oracle itself is undefined are not compared: Python
 raises (``int(nan)``, a Python int too large for the output, division of Python numbers
-by zero) or NumPy reports an invalid cast (NaN or an out-of-range float converted to an
-integer, which the kernel language leaves undefined).
+by zero), NumPy reports an invalid cast (NaN or an out-of-range float converted to an
+integer, which the kernel language leaves undefined), or ``copysign`` reads the sign of a
+NaN (unspecified: x86 makes negative NaNs, GPUs positive ones).
 """
 
 from __future__ import annotations
@@ -59,14 +60,41 @@ def _float_to_int(x: Any, t: type) -> None:
             raise UndefinedCast(f"{short_name(t)}({x!r})")
 
 
-class OracleTypes:
-    """Stands for ``gompute_core`` in a fuzz kernel's globals while the oracle runs: the
-    integer casts raise UndefinedCast where the kernel language leaves them undefined
-    (NumPy converts silently); everything else is ``gompute_core``'s."""
+class UnspecifiedSign(ArithmeticError):
+    """The oracle read the sign of a NaN (``copysign(x, nan)``), which the kernel language
+    leaves unspecified: x86 makes negative NaNs, GPUs and ARM positive ones."""
+
+
+class OracleMath:
+    """Stands for ``g.math`` while the oracle runs: ``copysign`` with a NaN sign raises
+    UnspecifiedSign; everything else is ``g.math``'s."""
 
     def __getattr__(self, name: str) -> Any:
         import gompute_core as g
 
+        value = getattr(g.math, name)
+        if name != "copysign":
+            return value
+
+        def copysign(x: Any, y: Any) -> Any:
+            if np.isnan(y):
+                raise UnspecifiedSign(f"copysign({x!r}, {y!r})")
+            return value(x, y)
+
+        return copysign
+
+
+class OracleTypes:
+    """Stands for ``gompute_core`` in a fuzz kernel's globals while the oracle runs: the
+    integer casts raise UndefinedCast where the kernel language leaves them undefined
+    (NumPy converts silently), ``math`` is :class:`OracleMath`; everything else is
+    ``gompute_core``'s."""
+
+    def __getattr__(self, name: str) -> Any:
+        import gompute_core as g
+
+        if name == "math":
+            return OracleMath()
         value = getattr(g, name)
         if not (isinstance(value, type) and value in INT_TYPES):
             return value

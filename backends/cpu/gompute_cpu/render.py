@@ -17,6 +17,7 @@ everywhere and match bit for bit.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterable
 
@@ -58,6 +59,18 @@ def const(value: int | float | bool, t: ScalarType) -> str:
             return f"{T}({'-' if v < 0 else ''}np.inf)"
         return f"{T}({v!r})"
     return f"{T}({int(value)})"
+
+
+def _constant(e: ir.Expr) -> bool:
+    """Whether ``e`` is computed from constants alone (LLVM folds it to one)."""
+    if isinstance(e, ir.Const):
+        return True
+    if not isinstance(e, (ir.Unary, ir.Not, ir.Binary, ir.Compare, ir.Logical, ir.Select,
+                          ir.Cast, ir.CallIntrinsic)):
+        return False
+    children = [getattr(e, f.name) for f in dataclasses.fields(e)]
+    return all(_constant(c) for c in children if isinstance(c, ir.Expr)) and all(
+        _constant(c) for c in getattr(e, "args", ()))
 
 
 def var(name: str) -> str:
@@ -180,9 +193,17 @@ class FunctionRenderer(Visitor):
     def visit_Logical(self, e: ir.Logical) -> str:
         return f"({self.expr(e.lhs)} {e.op} {self.expr(e.rhs)})"
 
+    def select_arm(self, e: ir.Expr) -> str:
+        """A select's arm: a float constant expression through a fence (:mod:`.fence`), so
+        that LLVM cannot trade the select's comparison for one that equal arms seem to
+        allow: it took ``b == 0.0`` to make ``0.0f`` and ``f32(b)`` equal, losing ``-0.0``."""
+        if is_float(e.type) and _constant(e):
+            return f"{self.helper('fence', e.type)}({self.expr(e)})"
+        return self.expr(e)
+
     def visit_Select(self, e: ir.Select) -> str:
-        return (f"({self.expr(e.if_true)} if {self.expr(e.cond)} "
-                f"else {self.expr(e.if_false)})")
+        return (f"({self.select_arm(e.if_true)} if {self.expr(e.cond)} "
+                f"else {self.select_arm(e.if_false)})")
 
     def visit_Cast(self, e: ir.Cast) -> str:
         a, src, t = self.expr(e.value), e.value.type, e.type
