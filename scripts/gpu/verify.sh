@@ -14,6 +14,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 part="${1:?usage: verify.sh raw|interop|hip}"
+case "$part" in raw|interop|hip) ;; *) echo "verify.sh: unknown part '$part'" >&2; exit 2 ;; esac
 out="${OUT:-gpu-out}"
 mkdir -p "$out"
 py="${PY:-python3}"
@@ -51,10 +52,6 @@ case "$part" in
   hip)
     timeout 540 bash tests/hip_on_cuda/run.sh "$out/hip" .hipcarry > /dev/null 2>&1 || status=1
     cat "$out/hip/summary.txt"
-    ;;
-  *)
-    echo "verify.sh: unknown part '$part' (raw, interop or hip)" >&2
-    exit 2
     ;;
 esac
 exit "$status"
