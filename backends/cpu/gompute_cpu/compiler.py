@@ -12,6 +12,8 @@ process loads machine code instead of compiling, and a bad file is dropped
 and rebuilt with one warning. When the location cannot be created or written
 the module is compiled in memory, with one warning per process; a location
 owned by someone else or writable by others raises ``CacheUnsafe``.
+Before the first module runs it installs :mod:`.numba_passes` (numba's
+function passes without the per-declaration pipelines that never freed).
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from gompute_core.runtime.diskcache import (
     write_atomically,
 )
 
-from . import numba_cache
+from . import numba_cache, numba_passes
 
 _lock = threading.Lock()
 _modules: dict[str, ModuleType] = {}
@@ -98,6 +100,7 @@ def load_module(source: str) -> ModuleType:
     """Run the rendered module ``source`` (once per process; ``CompileFailed`` if it fails),
     its numba functions cached on disk when the location allows."""
     path = source_path(source)
+    numba_passes.install()
     with _lock:
         mod = _modules.get(path.stem)
         if mod is not None:

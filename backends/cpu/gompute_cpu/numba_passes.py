@@ -1,0 +1,65 @@
+"""Keep numba from leaking LLVM pass pipelines on function declarations.
+
+numba (0.6x, new pass manager) optimizes every IR module it adds to a code
+library function by function: for each function of the module it creates an
+llvmlite ``PassBuilder`` and builds a function simplification pipeline, then
+runs it. llvmlite returns at once for a declaration (nothing to optimize),
+but building the pipeline has already cost about 16 KB of native memory that
+is never given back (the builder's instrumentation callbacks are not freed).
+A numba module declares some 30 runtime functions for each one it defines,
+so a compiled CPU kernel (two numba functions) kept about 1.1 MB of such
+pipelines for the life of the process, most of its 1.9 MB.
+
+:func:`install` replaces ``CPUCodeLibrary._optimize_functions`` with the same
+loop that skips declarations before building anything. The code LLVM emits
+is the same (declarations were never optimized); only the leak goes. It
+installs only when numba's method reads the names this replacement relies
+on, so a numba that changed it keeps its own.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+_EXPECTED_NAMES = frozenset({"_codegen", "_data_layout", "data_layout", "functions",
+                             "_function_pass_manager", "_recorded_timings", "record", "run"})
+"""Names numba's own ``_optimize_functions`` uses; the replacement does the same steps."""
+
+_lock = threading.Lock()
+_installed = False
+
+
+def _optimize_defined_functions(self: Any, ll_module: Any) -> None:
+    """numba's function-level optimization of ``ll_module``, declarations skipped."""
+    ll_module.data_layout = self._codegen._data_layout
+    for func in ll_module.functions:
+        if func.is_declaration:
+            continue
+        fpm, pb = self._codegen._function_pass_manager()
+        with self._recorded_timings.record(f"Function passes on {func.name!r}", pb):
+            fpm.run(func, pb)
+
+
+def compatible(original: Any) -> bool:
+    """Whether ``original`` (numba's ``_optimize_functions``) is the loop this module
+    replaces: a method of the library and the module, reading the expected names."""
+    code = getattr(original, "__code__", None)
+    return code is not None and code.co_argcount == 2 and \
+        _EXPECTED_NAMES <= set(code.co_names)
+
+
+def install() -> bool:
+    """Replace numba's ``CPUCodeLibrary._optimize_functions`` (once per process); returns
+    whether the replacement is in place."""
+    global _installed
+    with _lock:
+        if _installed:
+            return True
+        from numba.core.codegen import CPUCodeLibrary
+
+        if not compatible(CPUCodeLibrary.__dict__.get("_optimize_functions")):
+            return False
+        CPUCodeLibrary._optimize_functions = _optimize_defined_functions  # type: ignore[method-assign]
+        _installed = True
+        return True
