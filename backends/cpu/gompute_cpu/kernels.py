@@ -15,8 +15,14 @@ the source:
 with ``error_model="numpy", boundscheck=False`` and no fast-math,
 except ``fastmath={"reassoc"}`` on the combine and the fold loop of a reduce
 preset (``kir.reassociate``): that lets LLVM vectorize the sum; a custom
-``combine`` is never reassociated. The module does not ask numba to cache:
-:mod:`.compiler` gives its functions a verified on-disk cache.
+``combine`` is never reassociated. Outside presets the kernel's functions
+and the fold loop are ``inline="always"`` (``_FN``): numba inlines them into
+the entry points instead of compiling each as a function of its own, which
+costs a compiled spec less than half the memory numba never gives back (the
+code LLVM emits is the same; a preset keeps its functions apart, so that its
+``reassoc`` flag never reaches a ``pre`` function or the loops). The module
+does not ask numba to cache: :mod:`.compiler` gives its functions a verified
+on-disk cache.
 """
 
 from __future__ import annotations
@@ -45,6 +51,7 @@ from numba import njit, prange
 _OPT = dict(error_model="numpy", boundscheck=False)
 _REASSOC = dict(_OPT, fastmath={{{{"reassoc"}}}})
 _PAR = dict(_OPT, parallel=True)
+_FN = dict(_OPT, inline="always")
 """
 
 _ARRAYS: dict[str, tuple[str, ...]] = {
@@ -99,7 +106,7 @@ def _reduce_loops(kir: KernelIR, P: list[str]) -> str:
     comb = kir.function(kir.element or "")
     x = "x[i]" if kir.pre is None else _call(kir.function(kir.pre), ["x[i]"], P)
     ident = const(kir.identity.value if kir.identity is not None else 0, T)
-    fold_opts = "_REASSOC" if kir.reassociate else "_OPT"
+    fold_opts = "_REASSOC" if kir.reassociate else "_FN"
     tail = "".join(f", {q}" for q in P)
     chunk = "data[b * n // blocks:(b + 1) * n // blocks]"
     # k_fold takes a slice and counts from 0: with a variable start, numba's negative-index
@@ -166,7 +173,7 @@ def render_module(kir: KernelIR) -> str:
     helpers: set[tuple[str, ScalarType]] = set()
     fn_sources: list[str] = []
     for fn in kir.functions:
-        opts = "_REASSOC" if kir.reassociate and fn.name == kir.element else "_OPT"
+        opts = ("_REASSOC" if fn.name == kir.element else "_OPT") if kir.reassociate else "_FN"
         fn_sources.append(FunctionRenderer(fn, helpers).render(opts))
     P = [f"s{k}_P" for k in range(len(leaves(kir.params)))] if kir.params is not None else []
     if kir.kind == "reduce":
