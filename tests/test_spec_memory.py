@@ -130,3 +130,16 @@ def test_skipping_declarations_emits_the_same_code(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr[-3000:]
     same, length = done.stdout.split()
     assert int(length) > 1000 and same == "True"
+
+
+def test_numba_passes_opt_out_keeps_numbas_method() -> None:
+    """``GOMPUTE_CPU_NUMBA_PASSES=numba`` leaves numba's own method in place; without it the
+    backend's replacement is installed."""
+    probe = ("from numba.core.codegen import CPUCodeLibrary as L\n"
+             "from gompute_cpu import numba_passes as n\n"
+             "print(n.install(), L._optimize_functions is n._optimize_defined_functions)\n")
+    for value, want in (("numba", "False False"), ("", "True True")):
+        env = {**os.environ, "GOMPUTE_CPU_NUMBA_PASSES": value}
+        out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True,
+                             text=True, check=True, timeout=120)
+        assert out.stdout.split()[-2:] == want.split(), (value, out.stdout, out.stderr)

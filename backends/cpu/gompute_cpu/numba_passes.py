@@ -14,11 +14,14 @@ pipelines for the life of the process, most of its 1.9 MB.
 loop that skips declarations before building anything. The code LLVM emits
 is the same (declarations were never optimized); only the leak goes. It
 installs only when numba's method reads the names this replacement relies
-on, so a numba that changed it keeps its own.
+on, so a numba that changed it keeps its own. The replacement is process-wide
+(any numba code in the process gets it: the same code, without the leak);
+``GOMPUTE_CPU_NUMBA_PASSES=numba`` in the environment keeps numba's own method.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 from typing import Any
 
@@ -50,12 +53,14 @@ def compatible(original: Any) -> bool:
 
 
 def install() -> bool:
-    """Replace numba's ``CPUCodeLibrary._optimize_functions`` (once per process); returns
-    whether the replacement is in place."""
+    """Replace numba's ``CPUCodeLibrary._optimize_functions`` (once per process, unless
+    ``GOMPUTE_CPU_NUMBA_PASSES=numba``); returns whether the replacement is in place."""
     global _installed
     with _lock:
         if _installed:
             return True
+        if os.environ.get("GOMPUTE_CPU_NUMBA_PASSES") == "numba":
+            return False
         from numba.core.codegen import CPUCodeLibrary
 
         if not compatible(CPUCodeLibrary.__dict__.get("_optimize_functions")):
