@@ -69,15 +69,16 @@ def reject(ctx: FnContext, node: ast.AST, what: str | None = None) -> Any:
 
 def classify(ctx: FnContext, node: ast.AST, obj: Any, text: str) -> Value | Static:
     """A captured Python object: numbers (IntEnum members included) become weak constants,
-    NumPy scalars strong constants; modules, classes, functions stay static."""
+    NumPy scalars strong constants; modules, classes, functions stay static. NumPy scalars
+    are tested first: ``np.float64`` subclasses ``float`` but is strong under NEP 50."""
+    if isinstance(obj, np.generic):
+        return ctx.typing(node, strong_const, obj)
     if isinstance(obj, bool):
         return ctx.typing(node, weak_const, obj)
     if isinstance(obj, int):
         return ctx.typing(node, weak_const, int(obj))
     if isinstance(obj, float):
         return ctx.typing(node, weak_const, float(obj))
-    if isinstance(obj, np.generic):
-        return ctx.typing(node, strong_const, obj)
     return Static(obj, text)
 
 

@@ -2,15 +2,19 @@
 
 Each case is a kernel from :mod:`.fuzzgen` (seed and index in every failure message;
 ``--gompute-fuzz-seed`` reproduces a run, ``--gompute-fuzz-count`` sets its size). A
-kernel must either be rejected with a ``KernelSyntaxError`` pointing at a line of its
-own file, or compute, on edge inputs (0, -1, min, max, NaN, +-inf, -0.0, subnormals, and
-every pair of them) and random ones, exactly what the kernel function computes when run
-as Python on NumPy scalars (an outermost transcendental ``g.math`` call within
-``fuzzgen.ULPS``). Elements where the oracle itself is undefined are not compared: Python
-raises (``int(nan)``, a Python int too large for the output, division of Python numbers
-by zero), NumPy reports an invalid cast (NaN or an out-of-range float converted to an
-integer, which the kernel language leaves undefined), or ``copysign`` reads the sign of a
-NaN (unspecified: x86 makes negative NaNs, GPUs positive ones).
+kernel must either be rejected with a ``KernelSyntaxError`` pointing at a line of its own
+file, or compute, on edge inputs (0, -1, min, max, NaN, +-inf, -0.0, subnormals, and every
+pair of them) and random ones, exactly what the kernel function computes when run as
+Python on NumPy scalars: bit for bit, except where the oracle's value came from a
+transcendental ``g.math`` call (the outermost one of the kernel's last ``return``); there
+the tolerance is ``fuzzgen.ULPS`` ulps of the float type the call computed in (its
+argument's; one ulp of an output type narrower than that), so an f32 ``log`` returned as
+f64 is compared at f32 precision and an f64 one at f64 precision, however the result is
+converted. Elements where the oracle itself is undefined are not compared: Python raises
+(``int(nan)``, a Python int too large for the output, division of Python numbers by zero),
+NumPy reports an invalid cast (NaN or an out-of-range float converted to an integer, which
+the kernel language leaves undefined), or ``copysign`` reads the sign of a NaN
+(unspecified: x86 makes negative NaNs, GPUs positive ones).
 """
 
 from __future__ import annotations
@@ -18,7 +22,8 @@ from __future__ import annotations
 import itertools
 import math
 import warnings
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
 import pytest
@@ -26,7 +31,7 @@ import pytest
 from ..errors import KernelSyntaxError
 from ..types import INT_TYPES, SCALAR_TYPES, short_name
 from ._support import rng_for, ulp_distance, values
-from .fuzzgen import FuzzCase, generate
+from .fuzzgen import TRANSCENDENTAL, ULPS, FuzzCase, generate
 
 pytestmark = pytest.mark.gompute()
 
@@ -67,12 +72,23 @@ class UnspecifiedSign(ArithmeticError):
 
 class OracleMath:
     """Stands for ``g.math`` while the oracle runs: ``copysign`` with a NaN sign raises
-    UnspecifiedSign; everything else is ``g.math``'s."""
+    UnspecifiedSign; a transcendental function records in ``computed_in`` the float type
+    it computed in; everything else is ``g.math``'s."""
+
+    def __init__(self) -> None:
+        self.computed_in: type | None = None
 
     def __getattr__(self, name: str) -> Any:
         import gompute_core as g
 
         value = getattr(g.math, name)
+        if name in TRANSCENDENTAL:
+            def transcendental(*args: Any) -> Any:
+                result = value(*args)
+                self.computed_in = type(result)
+                return result
+
+            return transcendental
         if name != "copysign":
             return value
 
@@ -90,11 +106,12 @@ class OracleTypes:
     (NumPy converts silently), ``math`` is :class:`OracleMath`; everything else is
     ``gompute_core``'s."""
 
+    def __init__(self) -> None:
+        self.math = OracleMath()
+
     def __getattr__(self, name: str) -> Any:
         import gompute_core as g
 
-        if name == "math":
-            return OracleMath()
         value = getattr(g, name)
         if not (isinstance(value, type) and value in INT_TYPES):
             return value
@@ -106,14 +123,26 @@ class OracleTypes:
         return cast
 
 
-def oracle(fn: Any, a: np.ndarray, b: np.ndarray, out_t: type) -> tuple[np.ndarray, np.ndarray]:
-    """``fn`` run as Python per element, converted to ``out_t``; and where it is defined."""
+class Oracle(NamedTuple):
+    """The oracle's values (``out_t``), where they are defined, and per element the float
+    type its transcendental ``g.math`` call computed in (``None``: none was called)."""
+
+    want: np.ndarray
+    defined: np.ndarray
+    computed_in: list[type | None]
+
+
+def oracle(fn: Any, a: np.ndarray, b: np.ndarray, out_t: type) -> Oracle:
+    """``fn`` run as Python per element, converted to ``out_t``; where it is defined; and
+    what its transcendental call computed in."""
     want = np.zeros(a.size, out_t)
     defined = np.ones(a.size, bool)
+    computed_in: list[type | None] = []
     real = fn.__globals__["g"]
-    fn.__globals__["g"] = OracleTypes()
+    types = fn.__globals__["g"] = OracleTypes()
     try:
         for j in range(a.size):
+            types.math.computed_in = None
             with warnings.catch_warnings(record=True) as caught, \
                     np.errstate(all="ignore", invalid="warn"):
                 warnings.simplefilter("always")
@@ -125,20 +154,36 @@ def oracle(fn: Any, a: np.ndarray, b: np.ndarray, out_t: type) -> tuple[np.ndarr
                     defined[j] = False
             if any("cast" in str(w.message) for w in caught):
                 defined[j] = False
+            computed_in.append(types.math.computed_in)
     finally:
         fn.__globals__["g"] = real
-    return want, defined
+    return Oracle(want, defined, computed_in)
 
 
-def compare(case: FuzzCase, got: np.ndarray, want: np.ndarray) -> list[int]:
-    """Indices of the elements where the kernel disagrees with the oracle."""
-    if case.ulps:
-        far = ulp_distance(got, want) > case.ulps
-    else:
-        bits = f"u{got.dtype.itemsize}"
-        far = got.view(bits) != want.view(bits)
-        if got.dtype.kind == "f":
-            far &= ~(np.isnan(got) & np.isnan(want))
+def _beyond(got: np.ndarray, want: np.ndarray, computed_in: type) -> np.ndarray:
+    """Where ``got`` is farther from ``want`` than a transcendental call computed in
+    ``computed_in`` may be: ``ULPS`` ulps of ``computed_in`` when the output type holds it
+    exactly (both are converted back to it, exactly), else one ulp of the narrower output
+    type (two values within a few ulps of a wider type round at most one ulp apart)."""
+    if np.dtype(computed_in).itemsize <= got.dtype.itemsize:
+        with np.errstate(all="ignore"):
+            return ulp_distance(got.astype(computed_in), want.astype(computed_in)) \
+                > ULPS[computed_in]
+    return ulp_distance(got, want) > 1
+
+
+def compare(got: np.ndarray, want: np.ndarray,
+            computed_in: Sequence[type | None]) -> list[int]:
+    """Indices of the elements where the kernel disagrees with the oracle: bit for bit
+    (NaN equal to NaN), within :func:`_beyond`'s tolerance where the oracle's value came
+    from a transcendental call computed in a float type (``computed_in``, per element)."""
+    bits = f"u{got.dtype.itemsize}"
+    far = got.view(bits) != want.view(bits)
+    if got.dtype.kind == "f":
+        far &= ~(np.isnan(got) & np.isnan(want))
+        for t in {t for t in computed_in if t is not None}:
+            where = np.array([c is t for c in computed_in], bool)
+            far[where] = _beyond(got[where], want[where], t)
     return [int(j) for j in np.flatnonzero(far)]
 
 
@@ -159,14 +204,15 @@ def check_case(case: FuzzCase, directory: str, backend: str) -> str:
             pytest.fail(f"rejected without a line of the kernel's file ({exc}): {repro}")
         return "rejected"
     a, b = inputs(case)
-    want, defined = oracle(fn, a, b, case.Out)
+    want, defined, computed_in = oracle(fn, a, b, case.Out)
     # the kernel runs only where the oracle is defined: an undefined float-to-int cast
     # is undefined behaviour in the compiled code too (LLVM may even loop forever)
     a, b, want = a[defined], b[defined], want[defined]
+    computed_in = [t for t, d in zip(computed_in, defined, strict=True) if d]
     got = np.zeros(a.size, case.Out)
     with kernel:
         kernel.run(a, b, got, None)
-    bad = compare(case, got, want)
+    bad = compare(got, want, computed_in)
     if bad:
         shown = "; ".join(f"a={a[j]!r} b={b[j]!r}: got {got[j]!r} want {want[j]!r}"
                           for j in bad[:5])
