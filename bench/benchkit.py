@@ -4,6 +4,7 @@ results table."""
 from __future__ import annotations
 
 import statistics
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -63,3 +64,23 @@ def metric_table(rows: list[tuple[str, str, float, float, float, str]],
     lines += [f"| {m} | {p} | {v:{number}} | {pv:{number}} | {r:.3f} | {t} |"
               for m, p, v, pv, r, t in rows]
     return lines
+
+
+def per_call(fn: Callable[[], Any], calls: int = 2000, batches: int = 15,
+             sync: Callable[[], Any] | None = None,
+             pick: Callable[[list[float]], float] = statistics.median) -> float:
+    """Wall seconds per call of ``fn``: one warm-up call, then ``batches`` batches of
+    ``calls`` calls, ``sync()`` (when given) after the warm-up and after each batch;
+    ``pick`` of the batches' times (the median, or ``min`` for the least disturbed)."""
+    fn()
+    if sync is not None:
+        sync()
+    times = []
+    for _ in range(batches):
+        t = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        times.append((time.perf_counter() - t) / calls)
+        if sync is not None:
+            sync()
+    return pick(times)

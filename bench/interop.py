@@ -18,12 +18,10 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
-import time
 
 from benchkit import cupy_events_median as _events
-from benchkit import metric_table
+from benchkit import metric_table, per_call
 
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != os.path.dirname(
     os.path.abspath(__file__))]
@@ -33,20 +31,6 @@ import gompute_core as g  # noqa: E402
 
 def add_half(x):
     return x + 0.5
-
-
-def _per_call(fn, sync, calls: int = 2000, batches: int = 15) -> float:  # noqa: ANN001
-    """Median over batches of wall seconds per call (synchronized between batches)."""
-    fn()
-    sync()
-    times = []
-    for _ in range(batches):
-        t = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        times.append((time.perf_counter() - t) / calls)
-        sync()
-    return statistics.median(times)
 
 
 def main() -> None:
@@ -81,15 +65,15 @@ def main() -> None:
 
     small = 1 << 10
     xs, bs = cp.zeros(small, cp.float32), k.alloc(small)
-    t_buf = _per_call(lambda: k.launch(bs, small), dev.synchronize)
-    t_cupy = _per_call(lambda: k.launch(xs, small), dev.synchronize)
+    t_buf = per_call(lambda: k.launch(bs, small), sync=dev.synchronize)
+    t_cupy = per_call(lambda: k.launch(xs, small), sync=dev.synchronize)
     rows.append(("launch taking a CuPy array, extra host cost (us)", "native buffer",
                  (t_cupy - t_buf) * 1e6, t_buf * 1e6, t_cupy / t_buf, "< 1 us"))
     with cp.cuda.Stream(non_blocking=True):
-        t_side = _per_call(lambda: k.launch(xs, small), dev.synchronize)
+        t_side = per_call(lambda: k.launch(xs, small), sync=dev.synchronize)
     rows.append(("  same, CuPy on a non-blocking stream (us)", "native buffer",
                  (t_side - t_buf) * 1e6, t_buf * 1e6, t_side / t_buf, "info (event order)"))
-    t_small_run = _per_call(lambda: k.run(xs), dev.synchronize, calls=500)
+    t_small_run = per_call(lambda: k.run(xs), calls=500, sync=dev.synchronize)
     rows.append(("  run in place on a small CuPy array, host time (us)", "native buffer launch",
                  t_small_run * 1e6, t_buf * 1e6, t_small_run / t_buf,
                  "info (counted in the run row's event time)"))

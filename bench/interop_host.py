@@ -16,11 +16,11 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+from benchkit import per_call as _per_call
 
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != os.path.dirname(
     os.path.abspath(__file__))]
@@ -33,6 +33,11 @@ import gompute_core as g  # noqa: E402
 from gompute_core import dlpack  # noqa: E402
 from gompute_core.kinds import foreign  # noqa: E402
 from gompute_core.plugins import manager  # noqa: E402
+
+
+def per_call(fn: Callable[[], Any], calls: int) -> float:
+    """The fastest batch's seconds per call (the least disturbed by other load)."""
+    return _per_call(fn, calls, pick=min)
 
 LEGACY = 1
 
@@ -114,18 +119,6 @@ class TimingGpu(PackedPyDevice):
 
 def add_half(x):
     return x + 0.5
-
-
-def per_call(fn: Callable[[], Any], calls: int, batches: int = 15) -> float:
-    """The fastest batch's seconds per call (the least disturbed by other load)."""
-    fn()
-    times = []
-    for _ in range(batches):
-        t = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        times.append((time.perf_counter() - t) / calls)
-    return min(times)
 
 
 def main() -> None:
