@@ -6,9 +6,10 @@ most of the host's cost, so for a backend that takes its arguments packed
 (``Device.packs_arguments``) the kernel gets, once, a function written for its
 signature, in the way :mod:`dataclasses` writes ``__init__``: for each argument one
 test that accepts the common, already-right value outright (a buffer of this device,
-of the declared element type, not freed; a NumPy scalar of exactly the declared type)
-and hands anything else to that argument's full converter, which returns the checked
-value or raises the same ``InvalidArgument`` as ever. Nothing is skipped: the fast test
+of the declared element type, not freed; a NumPy scalar of exactly the declared type;
+a Python int the declared integer type holds) and hands anything else to that
+argument's full converter, which returns the checked value or raises the same
+``InvalidArgument`` as ever. Nothing is skipped: the fast test
 is the converter's own acceptance condition, written inline.
 
 The generated source is kept on the binder (``binder.source``) for anyone reading a
