@@ -21,34 +21,14 @@ import numpy as np
 from numba import njit, prange
 
 import gompute_core as g
+from gompute_core.testing.kernels_raw import BLOCK, block_sum_kernel
 
 B = g.builtins
-BLOCK = 256
 TILE = 16
 
 
-@g.raw_kernel(block=BLOCK)
-def block_sum_f32(data: g.GlobalPtr[g.f32], n: g.u64, out: g.GlobalPtr[g.f32]):
-    """One partial per block: a grid-stride accumulation, then a shared-memory tree (also
-    run by ``tests/test_cpu_raw.py`` against a bit-exact NumPy oracle)."""
-    s = B.shared_array(g.f32, BLOCK)
-    lid = B.local_id(0)
-    acc = g.f32(0)
-    i = B.global_id(0)
-    stride = B.grid_dim(0) * B.block_dim(0)
-    while i < n:
-        acc += data[i]
-        i += stride
-    s[lid] = acc
-    B.barrier()
-    step = B.block_dim(0) // 2
-    while step > 0:
-        if lid < step:
-            s[lid] += s[lid + step]
-        B.barrier()
-        step //= 2
-    if lid == 0:
-        out[B.block_id(0)] = s[0]
+block_sum_f32 = block_sum_kernel(g.f32, "block_sum_f32")
+"""The f32 block sum (``tests/test_cpu_raw.py`` checks it bit for bit)."""
 
 
 @g.raw_kernel(block=(TILE, TILE))

@@ -5,28 +5,14 @@ is in ``gompute_core.testing.test_raw``.)"""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import pytest
 from gompute_cpu.fission import plan
 
 import gompute_core as g
+from gompute_core.testing.kernels_raw import block_sum_kernel
 
-
-def _bench_module() -> object:
-    """``bench/raw_cpu.py``, whose f32 block sum these tests run (one definition for the
-    benchmark and its tests)."""
-    path = Path(__file__).resolve().parent.parent / "bench" / "raw_cpu.py"
-    spec = importlib.util.spec_from_file_location("raw_cpu_bench", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-cpu_block_sum = _bench_module().block_sum_f32  # type: ignore[attr-defined]
+cpu_block_sum = block_sum_kernel(g.f32, "cpu_block_sum")
 B = g.builtins
 BLOCK = 256
 TILE = 16
@@ -510,7 +496,7 @@ def cpu_loop_with_break(data: g.GlobalPtr[g.i32], out: g.GlobalPtr[g.i32]):
 def test_lockstep_plan() -> None:
     """The block sum's grid-stride loop runs in lockstep carrying ``acc`` and ``i`` (``lid``
     is recomputed); a loop with its own ``break`` or a phase with a ``return`` does not."""
-    p = plan(cpu_block_sum.lower().functions[-1], "block_sum_f32")
+    p = plan(cpu_block_sum.lower().functions[-1], "cpu_block_sum")
     ls = p.phases[0].lockstep
     assert ls is not None and set(ls.carried) == {"acc", "i"}
     assert len(ls.prefix) == 3 and len(ls.suffix) == 1

@@ -18,6 +18,7 @@ from gompute_core.backend.args import RawArgBuffer, raw_arg_layout
 from gompute_core.errors import InvalidArgument, KernelSyntaxError
 from gompute_core.ir import nodes as ir
 from gompute_core.ir.uniformity import varying_names
+from gompute_core.raw.kernel import RawKernelDef
 
 _COUNTER = itertools.count()
 
@@ -264,3 +265,31 @@ def test_raw_argument_layout_is_the_c_struct() -> None:
 def test_unknown_backend_and_kernel_names() -> None:
     with pytest.raises(g.UnsupportedBackend):
         g.raw_kernel_by_name("no-such-backend", "anything")
+
+
+def _scale_kernel(T: type, name: str) -> RawKernelDef:
+    @g.raw_kernel(name=name)
+    def scale(data: g.GlobalPtr[T], n: g.u64, factor: T):
+        i = g.builtins.global_id(0)
+        if i < n:
+            data[i] = data[i] * factor * T(1)
+
+    return scale
+
+
+def test_string_annotations_see_the_kernels_closure() -> None:
+    """Under ``from __future__ import annotations`` a factory's kernel annotates with its
+    element type ``T`` from the closure, as its body uses it; each made type runs as
+    NumPy computes it. A name neither the module nor the closure holds is still refused."""
+    for T, name in ((g.f64, "closure_scale_f64"), (g.i32, "closure_scale_i32")):
+        raw = g.RawKernel(_scale_kernel(T, name), "cpu")
+        data = np.arange(-5, 6).astype(T)
+        want = data * T(3)
+        raw.launch(1, 64, [data, data.size, T(3)])
+        np.testing.assert_array_equal(data, want)
+
+    def unknown(data: g.GlobalPtr[Missing]):  # noqa: F821
+        pass
+
+    with pytest.raises(g.InvalidArgument, match="annotations cannot be evaluated.*Missing"):
+        g.raw_kernel(unknown)

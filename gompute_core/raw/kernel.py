@@ -179,7 +179,11 @@ def define_source(name: str, source: str, backend: Any, signature: Any,
 def signature_of(fn: Callable[..., Any]) -> tuple[tuple[tuple[str, IRType], ...], type | None]:
     """The checked signature of ``fn`` and its params class (at most one)."""
     try:
-        hints = inspect.get_annotations(fn, eval_str=True)
+        # string annotations (``from __future__ import annotations``) see what the body
+        # sees: the module's globals and the function's closure (a kernel made by a factory
+        # over its element type annotates ``g.GlobalPtr[T]``)
+        closure = inspect.getclosurevars(fn).nonlocals
+        hints = inspect.get_annotations(fn, eval_str=True, locals=closure)
     except Exception as exc:  # noqa: BLE001 - any failure evaluating user annotations
         raise InvalidArgument(f"raw kernel {getattr(fn, '__name__', fn)!r}: its annotations "
                               f"cannot be evaluated: {exc}") from None

@@ -11,6 +11,7 @@ import numpy as np
 
 import gompute_core as g
 
+from ..raw.kernel import RawKernelDef
 from .kernels import COEF
 from .kernels_params import composed, fused_pipeline
 
@@ -38,27 +39,35 @@ def raw_scale(data: g.GlobalPtr[g.f32], n: g.u64, factor: g.f32):
     data[i] = data[i] * factor
 
 
-@g.raw_kernel(block=BLOCK)
-def raw_block_sum(data: g.GlobalPtr[g.i32], n: g.u64, out: g.GlobalPtr[g.i32]):
-    """One partial per block: a grid-stride accumulation, then a shared-memory tree."""
-    s = B.shared_array(g.i32, BLOCK)
-    lid = B.local_id(0)
-    acc = g.i32(0)
-    i = B.global_id(0)
-    stride = B.grid_dim(0) * B.block_dim(0)
-    while i < n:
-        acc += data[i]
-        i += stride
-    s[lid] = acc
-    B.barrier()
-    step = B.block_dim(0) // 2
-    while step > 0:
-        if lid < step:
-            s[lid] += s[lid + step]
+def block_sum_kernel(T: type, name: str) -> RawKernelDef:
+    """The block sum over element type ``T``, registered as ``name``: one partial per
+    block, a grid-stride accumulation, then a shared-memory tree."""
+
+    @g.raw_kernel(name=name, block=BLOCK)
+    def block_sum(data: g.GlobalPtr[T], n: g.u64, out: g.GlobalPtr[T]):
+        s = B.shared_array(T, BLOCK)
+        lid = B.local_id(0)
+        acc = T(0)
+        i = B.global_id(0)
+        stride = B.grid_dim(0) * B.block_dim(0)
+        while i < n:
+            acc += data[i]
+            i += stride
+        s[lid] = acc
         B.barrier()
-        step //= 2
-    if lid == 0:
-        out[B.block_id(0)] = s[0]
+        step = B.block_dim(0) // 2
+        while step > 0:
+            if lid < step:
+                s[lid] += s[lid + step]
+            B.barrier()
+            step //= 2
+        if lid == 0:
+            out[B.block_id(0)] = s[0]
+
+    return block_sum
+
+
+raw_block_sum = block_sum_kernel(g.i32, "raw_block_sum")
 
 
 def block_sum_oracle(data: np.ndarray, blocks: int) -> np.ndarray:
