@@ -28,8 +28,9 @@ from ..types import is_int
 
 
 class PackedBinder:
-    """``binder(args)`` checks ``args`` (a sequence of the signature's length) and packs them
-    into the argument buffer; :attr:`source` is the function's text."""
+    """``binder.bind(args)`` checks ``args`` (a sequence of the signature's length) and packs
+    them into the argument buffer (``InvalidArgument`` names a wrong one); :attr:`source`
+    is that function's text."""
 
     def __init__(self, slot_kinds: Sequence[str], converters: Sequence[Callable[[Any], Any]],
                  dtypes: Sequence[Any], device: Any, args: RawArgBuffer,
@@ -77,9 +78,5 @@ class PackedBinder:
         namespace: dict[str, Any] = {}
         exec(compile(self.source, "<gompute raw-kernel binder>", "exec"), env,  # noqa: S102
              namespace)
-        self._bind: Callable[[Sequence[Any]], None] = namespace["bind"]
-
-    def __call__(self, args: Sequence[Any]) -> None:
-        """Check and pack ``args``; ``InvalidArgument`` names a wrong one."""
-        self._bind(args)
+        self.bind: Callable[[Sequence[Any]], None] = namespace["bind"]
 

@@ -151,7 +151,8 @@ class RawKernel:
         self._geometry: dict[tuple[Any, ...], tuple[Any, Any, int]] = {}
         """Launch shapes already checked, keyed by value and type (``True == 1`` and
         ``1.0 == 1`` must not pass as a checked 1): -> (grid, block, shared bytes)."""
-        self._bind: PackedBinder | None = None
+        self._bind: Callable[[Sequence[Any]], None] | None = None
+        """The packing backends' checks (:class:`PackedBinder`), called on every launch."""
         if dev.packs_arguments:
             kinds = ["params" if isinstance(t, StructType) else
                      "pointer" if isinstance(t, PointerType) else "scalar"
@@ -159,7 +160,7 @@ class RawKernel:
             types = [np.dtype(t.elem) if isinstance(t, PointerType) else t
                      for _, t in signature]
             self._bind = PackedBinder(kinds, self._convert, types, dev, self.args,
-                                      self._check_bounds if self._bounds else None)
+                                      self._check_bounds if self._bounds else None).bind
         elif params_class is not None:
             self._params_of = dev.params_converter(kir)
         self._launcher = dev._load_raw(artifact, kir, self.args)

@@ -127,15 +127,7 @@ def nodes_in(obj: object) -> Iterator[object]:
 
 def names_in(obj: object) -> set[str]:
     """Every variable read or assigned in ``obj`` (an IR node or a tuple of them)."""
-    out: set[str] = set()
-    for node in nodes_in(obj):
-        if isinstance(node, ir.Var):
-            out.add(node.name)
-        elif isinstance(node, ir.Assign):
-            out.add(node.name)
-        elif isinstance(node, ir.ForRange):
-            out.add(node.var)
-    return out
+    return assigned_in(obj) | {node.name for node in nodes_in(obj) if isinstance(node, ir.Var)}
 
 
 def assigned_in(obj: object) -> set[str]:
