@@ -14,6 +14,20 @@ the module is compiled in memory, with one warning per process; a location
 owned by someone else or writable by others raises ``CacheUnsafe``.
 Before the first module runs it installs :mod:`.numba_passes` (numba's
 function passes without the per-declaration pipelines that never freed).
+
+A module lives while an *owner* (the loaded entry of a kernel) does. numba
+never frees a compiled function by itself: each dispatcher's finalizer holds
+its compile results, which reach the module's globals and so the dispatcher
+again, from the process-wide ``weakref.finalize`` registry. When a module's
+last owner is collected, :func:`load_module`'s bookkeeping does what numba's
+finalizer would (the compiled functions leave numba's target context), drops
+the compile results and the module's ``sys.modules`` and ``linecache`` entries,
+so the module, its dispatchers and their Python-side state can be freed. The
+release runs at once when the finalizer can take this module's lock without
+waiting, else at the next load (never inside another lock). What stays per
+compiled module is LLVM's: its IR and machine code in numba's execution engine
+(numba deliberately never removes modules from it) and the pass pipelines
+llvmlite does not free.
 """
 
 from __future__ import annotations
@@ -22,6 +36,7 @@ import hashlib
 import linecache
 import sys
 import threading
+import weakref
 from pathlib import Path
 from types import ModuleType
 
@@ -37,6 +52,10 @@ from . import numba_cache, numba_passes
 
 _lock = threading.Lock()
 _modules: dict[str, ModuleType] = {}
+_owners: dict[str, int] = {}
+"""Per loaded module (by stem): how many live owners hold it."""
+_released: list[str] = []
+"""Stems whose last owner died, waiting for :func:`_release_pending`."""
 _NAMESPACE = "cpu"
 _NUMBA_DIR = "__pycache__"
 
@@ -96,20 +115,73 @@ def _execute(source: str, name: str, filename: str) -> ModuleType:
     return mod
 
 
-def load_module(source: str) -> ModuleType:
-    """Run the rendered module ``source`` (once per process; ``CompileFailed`` if it fails),
-    its numba functions cached on disk when the location allows."""
+def _owner_died(stem: str) -> None:
+    """``weakref.finalize`` callback of a module's owner: queue the release, and do it now
+    when nothing holds this module's lock (a finalizer may run inside any code)."""
+    _released.append(stem)
+    if _lock.acquire(blocking=False):
+        try:
+            _release_pending()
+        finally:
+            _lock.release()
+
+
+def _release_pending() -> None:
+    """Release each queued module whose owners are all gone (``_lock`` held)."""
+    while _released:
+        stem = _released.pop()
+        owners = _owners.get(stem, 0) - 1
+        if owners > 0:
+            _owners[stem] = owners
+            continue
+        _owners.pop(stem, None)
+        mod = _modules.pop(stem, None)
+        if mod is not None:
+            _release(mod)
+
+
+def _release(mod: ModuleType) -> None:
+    """Let ``mod`` and its numba functions be freed: what numba's dispatcher finalizer
+    does (its compiled functions leave the target context), then the compile results go,
+    which breaks the cycle through the finalizer registry that kept them all alive."""
+    from numba.core.dispatcher import Dispatcher
+
+    for value in vars(mod).values():
+        if isinstance(value, Dispatcher) and value.py_func.__module__ == mod.__name__:
+            for cres in value.overloads.values():
+                try:
+                    value.targetctx.remove_user_function(cres.entry_point)
+                except KeyError:
+                    pass
+            value._reset_overloads()
+    sys.modules.pop(mod.__name__, None)
+    linecache.cache.pop(mod.__file__, None)
+
+
+def load_module(source: str, owner: object) -> ModuleType:
+    """Run the rendered module ``source`` (once per process while an owner holds it;
+    ``CompileFailed`` if it fails), its numba functions cached on disk when the location
+    allows. The module stays loaded while ``owner`` (weakly referenceable) or another
+    owner of the same source lives, and is released after."""
     path = source_path(source)
     numba_passes.install()
     with _lock:
+        _release_pending()
         mod = _modules.get(path.stem)
-        if mod is not None:
-            return mod
-        store = _disk_store(path, source)
-        filename = str(path) if store is not None else f"<gompute-cpu {path.stem}>"
-        mod = _execute(source, f"_gompute_cpu_{path.stem}", filename)
-        if store is not None:
-            store.sweep()
-            numba_cache.attach(mod, store, filename)
-        _modules[path.stem] = mod
+        if mod is None:
+            mod = _load(source, path)
+        weakref.finalize(owner, _owner_died, path.stem)
+        _owners[path.stem] = _owners.get(path.stem, 0) + 1
         return mod
+
+
+def _load(source: str, path: Path) -> ModuleType:
+    """Execute ``source`` as a new module (``_lock`` held)."""
+    store = _disk_store(path, source)
+    filename = str(path) if store is not None else f"<gompute-cpu {path.stem}>"
+    mod = _execute(source, f"_gompute_cpu_{path.stem}", filename)
+    if store is not None:
+        store.sweep()
+        numba_cache.attach(mod, store, filename)
+    _modules[path.stem] = mod
+    return mod

@@ -88,22 +88,18 @@ class CpuDevice(Device):
 
     def _load(self, artifact: Artifact, kernel: KernelIR,
               args: ArgBuffer) -> Callable[[int, Stream], None]:
-        from .compiler import load_module
-
         if artifact.format != "python":
             raise ModuleLoadFailed(f"the CPU backend loads 'python' artifacts, not "
                                    f"{artifact.format!r}")
-        return CpuEntry(kernel, load_module(artifact.image.decode()), args)
+        return CpuEntry(kernel, artifact.image.decode(), args)
 
     def _load_raw(self, artifact: Artifact, kernel: KernelIR,
                   args: RawArgBuffer) -> Callable[[tuple[int, int, int], tuple[int, int, int],
                                                     int, Stream], None]:
-        from .compiler import load_module
-
         if artifact.format != "python":
             raise ModuleLoadFailed(f"the CPU backend loads 'python' artifacts, not "
                                    f"{artifact.format!r}")
-        return RawEntry(kernel, load_module(artifact.image.decode()), args)
+        return RawEntry(kernel, artifact.image.decode(), args)
 
     def host_array(self, buf: CpuBuffer, dtype: np.dtype) -> np.ndarray:
         """``buf``'s memory as an array of ``dtype`` (what the compiled loops take)."""

@@ -24,6 +24,7 @@ from gompute_core.errors import CompileFailed, InvalidArgument
 from gompute_core.ir.kernel import KernelIR
 from gompute_core.ir.nodes import PointerType, StructType
 
+from .compiler import load_module
 from .params import HostParams
 
 DEFAULT_PARALLEL_THRESHOLD = 1 << 17
@@ -66,13 +67,13 @@ class CpuEntry:
     """The compiled loops of one kernel; calling it launches them with ``args``'s values
     (typed arrays and counts in entry order) and params leaves."""
 
-    def __init__(self, kernel: KernelIR, module: Any, args: ArgBuffer) -> None:
+    def __init__(self, kernel: KernelIR, source: str, args: ArgBuffer) -> None:
         self.kernel = kernel
         self.kind = kernel.kind
         self.params = HostParams(kernel)
         self.threshold = parallel_threshold()
         self.threads = thread_count()
-        self.module = module
+        self.module = module = load_module(source, owner=self)
         self.args = args
         reduce = self.kind == "reduce"
         self._serial = module.k_blocks if reduce else module.k_serial
@@ -119,9 +120,9 @@ class RawEntry:
     least ``GOMPUTE_CPU_PARALLEL_THRESHOLD / RAW_WORK_PER_THREAD`` threads in all (2048
     by default); serially otherwise."""
 
-    def __init__(self, kernel: KernelIR, module: Any, args: RawArgBuffer) -> None:
+    def __init__(self, kernel: KernelIR, source: str, args: RawArgBuffer) -> None:
         self.kernel = kernel
-        self.module = module
+        self.module = load_module(source, owner=self)
         self.args = args
         self.threshold = parallel_threshold() // RAW_WORK_PER_THREAD
         fn = kernel.functions[-1]
