@@ -105,7 +105,8 @@ def wrap_int(text: str, t: IRType) -> str:
     - 0x8000``, let NVRTC narrow a negation to PTX ``neg.s16``, after which the ptxas of
     NVRTC 13.0 (sm_90) dropped the sign extension of the result, so that ``-x`` for
     ``x = -32768`` read as +32768 (fuzz 777001/7301, 5851; 20261130/8699, 8093 through
-    ``abs``)."""
+    ``abs``). The ptxas of NVRTC 13.5 sign-extends again; 13.0 still misreads a ``neg.s16``
+    NVRTC makes of other narrowed arithmetic (a product by -128 cast to i8, say)."""
     c = reg_type(t)
     if not (is_signed(t) and bits(t) < 32):
         return f"(({c})({text}))"

@@ -73,8 +73,9 @@ def int_helper(op: str, t: IRType, fq: str) -> str:
     if op == "abs":
         # branch-free, (w ^ -s) + s with s the sign bit, in the wide unsigned type, then
         # wrapped: NVRTC compiled the select `a < 0 ? 0u - w : w` to PTX `abs.s32`, which
-        # ptxas takes for non-negative, so `abs(i32 min) < 0` was false (fuzz 777001/809:
-        # the sign test of float `%` by f64(abs(b))); the narrow types' wrap, see wrap_int
+        # the ptxas of NVRTC 13.0 takes for non-negative (13.5 does not), so `abs(i32 min)
+        # < 0` was false (fuzz 777001/809: the sign test of float `%` by f64(abs(b)));
+        # the narrow types' wrap, see wrap_int
         if not signed:
             return f"{fq} {c} {name}({c} a) {{ return a; }}\n"
         top = 63 if u == "gp_u64" else 31
