@@ -5,6 +5,7 @@ line naming the expression."""
 from __future__ import annotations
 
 import ctypes
+import re
 import sys
 from pathlib import Path
 
@@ -184,31 +185,57 @@ def widened_abs(a, b):
     return g.u64(abs(b))
 
 
-@pytest.mark.parametrize(("t", "wide"), [(np.int8, "gp_u32"), (np.int16, "gp_u32"),
-                                         (np.int32, "gp_u32"), (np.int64, "gp_u64")])
-def test_abs_selects_in_the_wide_unsigned_type(t: type, wide: str) -> None:
-    # NVRTC compiled `a < 0 ? (i16)(0u - (u32)a) : a` so that abs(-32768), widened to u64,
-    # was 32768 instead of 2**64 - 32768 (fuzz 20261130/8699, 8093)
+@pytest.mark.parametrize(("t", "wide", "top"), [
+    (np.int8, "gp_u32", 31), (np.int16, "gp_u32", 31), (np.int32, "gp_u32", 31),
+    (np.int64, "gp_u64", 63)])
+def test_abs_is_branch_free_in_the_wide_unsigned_type(t: type, wide: str, top: int) -> None:
+    # NVRTC compiled the select `a < 0 ? 0u - w : w` to PTX abs.s32, which ptxas takes for
+    # non-negative: abs(i32 min) < 0 was false (fuzz 777001/809); a select of a narrow
+    # type gave abs(-32768), widened to u64, 32768 (fuzz 20261130/8699, 8093)
     from gompute_core.codegen.ctypes_ import wrap_int
 
     c = f"gp_{np.dtype(t).name.replace('int', 'i')}"
     src = _c_source(widened_abs, np.uint16, t, np.uint64)
-    assert (f"{c} gp_abs_{c[3:]}({c} a) {{ {wide} w = ({wide})a; "
-            f"return {wrap_int(f'a < 0 ? ({wide})0 - w : w', t)}; }}") in src
+    assert (f"{c} gp_abs_{c[3:]}({c} a) {{ {wide} w = ({wide})a, s = w >> {top}; "
+            f"return {wrap_int(f'(w ^ (({wide})0 - s)) + s', t)}; }}") in src
+    assert "a < 0" not in src
 
 
 def negated(a, b):
     return -b
 
 
-@pytest.mark.parametrize(("t", "half"), [(np.int8, 128), (np.int16, 32768)])
-def test_narrow_signed_results_sign_extend_by_arithmetic(t: type, half: int) -> None:
-    # NVRTC compiled (i64)(i16)(0u - (u32)x) as -(i64)x: +32768 for x = -32768
-    # (fuzz 777001/7301 and 5851 are still open, see DEVELOPERS.md)
+@pytest.mark.parametrize(("t", "shift"), [(np.int8, 24), (np.int16, 16)])
+def test_narrow_signed_results_sign_extend_by_shifts(t: type, shift: int) -> None:
+    # the cast (i16)(0u - (u32)x), and ((u & 0xFFFF) ^ 0x8000) - 0x8000, became PTX neg.s16,
+    # whose result the ptxas of NVRTC 13.0 did not sign-extend again: -x was +32768 for
+    # x = -32768 (fuzz 777001/7301, 5851); shifts keep the negation in 32 bits
     c = f"gp_{np.dtype(t).name.replace('int', 'i')}"
     src = _c_source(negated, np.uint16, t, np.int64)
-    assert (f"(({c})((gp_i32)((((gp_u32)((gp_u32)0 - (gp_u32)(v_b))) & {2 * half - 1}u) "
-            f"^ {half}u) - {half}))") in src
+    assert (f"(({c})(((gp_i32)(((gp_u32)((gp_u32)0 - (gp_u32)(v_b))) << {shift})) "
+            f">> {shift}))") in src
+    assert "32768u" not in src and "128u" not in src
+
+
+def abs_at_least_minus_zero(a, b):
+    return abs(b) >= -0.0
+
+
+@pytest.mark.parametrize("t", [np.float32, np.float16])
+def test_f32_abs_clears_the_sign_bit(t: type) -> None:
+    # ptxas (NVRTC 13.0 and 13.5) folds fabsf(x) >= -0.0f to true, NaN included
+    # (fuzz 777001/7921); f16 is computed in float
+    src = _c_source(abs_at_least_minus_zero, t, t, np.bool_)
+    assert "v.u &= 0x7fffffffu" in src
+    assert "((gp_fabs_f32(v_b)) >= " in src
+    assert "fabsf(" not in src
+
+
+def test_f64_abs_is_fabs() -> None:
+    # ptxas compares an f64 fabs with a constant correctly: it keeps its free |x| operand
+    src = _c_source(abs_at_least_minus_zero, np.float64, np.float64, np.bool_)
+    assert "((fabs(v_b)) >= " in src
+    assert "gp_fabs_f32" not in src
 
 
 def b_squared(a, b):
@@ -312,6 +339,106 @@ def test_c_renderings_equal_the_oracle(runner: object, fn: object, b: np.ndarray
     got = runner(name, fn, b, out_t, tmp_path)  # type: ignore[operator]
     want = oracle(fn, np.zeros(b.size, np.uint16), b, out_t)
     assert got.tobytes() == want.tobytes(), (got, want)
+
+
+# -- constructs the ptxas of NVRTC 13.0 rewrote (fuzz 777001 on an H200) ----------------------
+# Each equals its oracle on the backend under test (--gompute-backend, the CPU by default),
+# in the C99 rendering built by gcc and on OpenCL; the source tests above check what the
+# C-family renderers emit for them.
+def float_mod_by_abs(a, b):  # 809: the sign test of `%` by f64(abs(i32 min))
+    return (1.5 % g.f64(abs(b))) - b
+
+
+def negation_at_most(a, b):  # 7301: -(-32768) as an i16 is -32768
+    return int(g.i16((-(b ** 1)) <= a))
+
+
+def zero_minus_below(a, b):  # 5851: 0 - (-32768) as an i16 is -32768
+    return ((not 3.0e38) - b) < (b > 5)
+
+
+def abs_at_least_minus_zero_or_b(a, b):  # 7921: abs(nan) >= -0.0 is False
+    return (abs(b) >= (-0.0 if b else b)) - g.u32(4294967295)
+
+
+def held_abs_above_minus_one(a, b):
+    v = abs(b)
+    return (v > -1.0) or (-g.math.fabs(b) <= 0.0)
+
+
+I32_EDGES = np.array([-2**31, -2**31 + 1, -7, -1, 1, 7, 2**31 - 1], np.int32)
+F32_NAN_EDGES = np.array([np.nan, -np.nan, 0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, 1e-45],
+                         np.float32)
+
+PTXAS_CASES = [(float_mod_by_abs, I32_EDGES, np.float64), (negation_at_most, I16, np.uint64),
+               (zero_minus_below, I16, np.int8),
+               (abs_at_least_minus_zero_or_b, F32_NAN_EDGES, np.uint32),
+               (held_abs_above_minus_one, F32_NAN_EDGES, np.bool_)]
+
+
+def _run_backend(name: str, fn: object, b: np.ndarray, out_t: type, backend: str) -> np.ndarray:
+    """The zip kernel on ``backend``."""
+    a, out = np.zeros(b.size, np.uint16), np.zeros(b.size, out_t)
+    with g.Kernel(g.zip(name, np.uint16, b.dtype.type, out_t, None, fn), backend) as k:
+        k.run(a, b, out, None)
+    return out
+
+
+@pytest.mark.parametrize("runner", ["backend", "c99-gcc", "opencl"])
+@pytest.mark.parametrize(("fn", "b", "out_t"), PTXAS_CASES,
+                         ids=lambda v: getattr(v, "__name__", None) or "")
+def test_constructs_ptxas_rewrote_equal_the_oracle(runner: str, fn: object, b: np.ndarray,
+                                                   out_t: type, gompute_backend: str,
+                                                   tmp_path: Path) -> None:
+    name = f"fz_ptxas_{runner.replace('-', '_')}_{fn.__name__}"  # type: ignore[attr-defined]
+    if runner == "backend":
+        got = _run_backend(name, fn, b, out_t, gompute_backend)
+    else:
+        run = _run_c99 if runner == "c99-gcc" else _run_opencl
+        got = run(name, fn, b, out_t, tmp_path)
+    want = oracle(fn, np.zeros(b.size, np.uint16), b, out_t)
+    assert got.tobytes() == want.tobytes(), (got, want)
+
+
+def _ptx(source: str) -> str:
+    """``source`` compiled to compute_90 PTX, with the CUDA backend's options, by the NVRTC
+    the backend would load (skipped without one)."""
+    from gompute_cuda.compiler import DEFAULT_OPTIONS
+    from gompute_cuda.nvrtc import load_nvrtc
+
+    from gompute_core.errors import BackendUnavailable
+
+    try:
+        lib = load_nvrtc().lib
+    except BackendUnavailable as exc:
+        pytest.skip(str(exc))
+    prog = ctypes.c_void_p()
+    assert lib.nvrtcCreateProgram(ctypes.byref(prog), source.encode(), b"k.cu", 0, None,
+                                  None) == 0
+    try:
+        opts = [b"--gpu-architecture=compute_90", *(o.encode() for o in DEFAULT_OPTIONS)]
+        assert lib.nvrtcCompileProgram(prog, len(opts),
+                                       (ctypes.c_char_p * len(opts))(*opts)) == 0
+        size = ctypes.c_size_t()
+        assert lib.nvrtcGetPTXSize(prog, ctypes.byref(size)) == 0
+        ptx = ctypes.create_string_buffer(size.value)
+        assert lib.nvrtcGetPTX(prog, ptx) == 0
+    finally:
+        lib.nvrtcDestroyProgram(ctypes.byref(prog))
+    return ptx.value.decode()
+
+
+@pytest.mark.parametrize(("fn", "b", "out_t"),
+                         [*PTXAS_CASES, (widened_abs, I16, np.uint64), (negated, I16, np.int64)],
+                         ids=lambda v: getattr(v, "__name__", None) or "")
+def test_ptx_has_no_instruction_ptxas_misread(fn: object, b: np.ndarray, out_t: type) -> None:
+    # ptxas took neg.s16 of a sign-extended value for sign-extended (NVRTC 13.0), abs.s32
+    # for non-negative, and abs.f32 compared with a constant <= 0 for true even for a NaN
+    src = _c_source(fn, np.uint16, b.dtype.type, out_t)
+    ptx = _ptx(src)
+    found = re.findall(r"^\s*((?:neg\.s16|abs\.s16|abs\.s32|abs\.s64|abs\.f32)\s.*)$", ptx,
+                       re.MULTILINE)
+    assert not found, found
 
 
 # -- the sign of a NaN is unspecified (fuzz 20261130/3946) ------------------------------------

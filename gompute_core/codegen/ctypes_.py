@@ -100,15 +100,18 @@ def wide_unsigned(t: IRType) -> str:
 def wrap_int(text: str, t: IRType) -> str:
     """``text``, an unsigned ``gp_u32``/``gp_u64`` computation, wrapped to integer type ``t``.
 
-    An i8/i16 result is sign-extended with explicit arithmetic, ``((u & 0xFFFF) ^ 0x8000)
-    - 0x8000``, not by a cast: NVRTC (13.0, sm_90) compiled ``(i64)(i16)(0u - (u32)x)`` as
-    ``-(i64)x``, +32768 for ``x = -32768``, as if the 16-bit negation could not wrap
-    (fuzz 777001/7301, 5851; 20261130/8699, 8093 through ``abs``)."""
+    An i8/i16 result is sign-extended in 32 bits by shifts, ``(i32)(u << 16) >> 16``, so
+    that the compiler keeps the arithmetic in 32 bits: a cast, or ``((u & 0xFFFF) ^ 0x8000)
+    - 0x8000``, let NVRTC narrow a negation to PTX ``neg.s16``, after which the ptxas of
+    NVRTC 13.0 (sm_90) dropped the sign extension of the result, so that ``-x`` for
+    ``x = -32768`` read as +32768 (fuzz 777001/7301, 5851; 20261130/8699, 8093 through
+    ``abs``). The ptxas of NVRTC 13.5 sign-extends again; 13.0 still misreads a ``neg.s16``
+    NVRTC makes of other narrowed arithmetic (a product by -128 cast to i8, say)."""
     c = reg_type(t)
     if not (is_signed(t) and bits(t) < 32):
         return f"(({c})({text}))"
-    half = 1 << (bits(t) - 1)
-    return f"(({c})((gp_i32)((((gp_u32)({text})) & {2 * half - 1}u) ^ {half}u) - {half}))"
+    shift = 32 - bits(t)
+    return f"(({c})(((gp_i32)(((gp_u32)({text})) << {shift})) >> {shift}))"
 
 
 def int_literal(value: int, t: IRType) -> str:

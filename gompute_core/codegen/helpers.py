@@ -7,7 +7,8 @@ modulo follow Python (division by zero gives 0, ``i_min // -1`` wraps); shifts
 outside ``[0, width)`` give 0 or -1 as NumPy; float floor division and modulo
 follow NumPy's ``npy_divmod``; ``min``/``max`` follow Python's builtins; a float ``**``
 one of a few constants is computed without the device's ``pow`` (see
-:func:`constant_power`).
+:func:`constant_power`); an integer ``abs`` is branch-free and an f32 one clears the sign
+bit (:func:`float_abs_helper`), so that no compiler takes either for non-negative.
 """
 
 from __future__ import annotations
@@ -70,13 +71,16 @@ def int_helper(op: str, t: IRType, fq: str) -> str:
     if op == "max":
         return f"{head} {{ return (b > a) ? b : a; }}\n"
     if op == "abs":
-        # the select is made in the wide unsigned type, then wrapped (see wrap_int): NVRTC
-        # compiled `a < 0 ? (i16)(0u - (u32)a) : a` to an abs whose i16 minimum, widened
-        # again, was +32768 (fuzz 20261130/8699, 8093)
+        # branch-free, (w ^ -s) + s with s the sign bit, in the wide unsigned type, then
+        # wrapped: NVRTC compiled the select `a < 0 ? 0u - w : w` to PTX `abs.s32`, which
+        # the ptxas of NVRTC 13.0 takes for non-negative (13.5 does not), so `abs(i32 min)
+        # < 0` was false (fuzz 777001/809: the sign test of float `%` by f64(abs(b)));
+        # the narrow types' wrap, see wrap_int
         if not signed:
             return f"{fq} {c} {name}({c} a) {{ return a; }}\n"
-        return (f"{fq} {c} {name}({c} a) {{ {u} w = ({u})a; "
-                f"return {wrap_int(f'a < 0 ? ({u})0 - w : w', t)}; }}\n")
+        top = 63 if u == "gp_u64" else 31
+        return (f"{fq} {c} {name}({c} a) {{ {u} w = ({u})a, s = w >> {top}; "
+                f"return {wrap_int(f'(w ^ (({u})0 - s)) + s', t)}; }}\n")
     raise KeyError(op)
 
 
@@ -117,6 +121,20 @@ def constant_power(y: float, t: IRType, fq: str, sqrt: str, round_half: str) -> 
             f"  if (p == 0.0 || !(p - p == 0.0)) return p;  /* zero, inf, nan */\n"
             f"  double l = fma(x, x, -h), e = fma(h, x, -p);\n"
             f"  return p + (e + l * x);\n}}\n")
+
+
+def float_abs_helper(fq: str) -> str:
+    """Source of ``gp_fabs_f32``, the f32 (and f16, computed in float) absolute value as a
+    clear of the sign bit through a union, not ``fabsf``.
+
+    ptxas (NVRTC 13.0 and 13.5, sm_90) folds an ordered comparison of ``fabsf(x)`` with a
+    constant at or below zero to true, NaN included: ``fabsf(x) >= -0.0f`` and
+    ``-fabsf(x) <= 0.0f`` were true for a NaN (fuzz 777001/7921), even with the absolute
+    value held in a variable. The sign-bit clear is one integer ``LOP3`` the compiler does
+    not turn back into ``fabsf``; an f64 ``fabs`` is compared correctly and stays."""
+    name = helper_name("fabs", np.float32)
+    return (f"{fq} float {name}(float x) {{ union {{ float f; gp_u32 u; }} v; v.f = x; "
+            f"v.u &= 0x7fffffffu; return v.f; }}\n")
 
 
 def float_helper(op: str, t: IRType, fq: str, math_name: dict[str, str], round_half: str) -> str:

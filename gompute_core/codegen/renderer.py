@@ -29,7 +29,14 @@ from .atomics import CUDA_ATOMICS, CUDA_CAS, CUDA_FLOAT_BITS, cas_loop_helper
 from .cexpr import FunctionWriter
 from .ctypes_ import C_FAMILY_RESERVED, INT_TYPEDEFS, reg_type
 from .entries import EntryWriter, params_decls
-from .helpers import CONSTANT_POWERS, constant_power, float_helper, helper_name, int_helper
+from .helpers import (
+    CONSTANT_POWERS,
+    constant_power,
+    float_abs_helper,
+    float_helper,
+    helper_name,
+    int_helper,
+)
 from .raw import raw_entry
 
 _C_MATH: dict[str, str] = {
@@ -221,6 +228,14 @@ class CRenderer:
             self._helpers[name] = float_helper(op, t, self.function_qualifier, names,
                                                self.round_half)
             self.uses_half |= t is np.float16
+        return name
+
+    def need_float_abs(self) -> str:
+        """Name of the f32 absolute value helper (:func:`float_abs_helper`), emitting it
+        once."""
+        name = helper_name("fabs", np.float32)
+        if name not in self._helpers:
+            self._helpers[name] = float_abs_helper(self.function_qualifier)
         return name
 
     def need_constant_power(self, y: float, t: IRType) -> str:
