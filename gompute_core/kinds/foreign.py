@@ -66,13 +66,15 @@ def _cupy_probe() -> Probe:
 
 
 def array_probe(current: Callable[[], Any]) -> Probe:
-    """The probe of a CuPy-style array type: ``a.data.ptr``, ``a.size`` and the stream
-    ``current()`` returns (its ``ptr``)."""
+    """The probe of a CuPy-style array type: only the stream ``current()`` returns (its
+    ``ptr``; 0, the legacy default stream, is the protocol's 1). Nothing identifies the
+    memory (the key is None): such an array's memory, size, element type and contiguity
+    are fixed for its life (CuPy's ``data``, ``size`` and ``dtype`` are read-only and
+    setting ``shape`` keeps the size), and a cached description never outlives its
+    object. Re-running ``__init__`` on a live array is not supported."""
 
-    def probe(a: Any) -> tuple[Any, int | None, None]:
-        # a CuPy array's type, size and contiguity are fixed for its life; its stream is
-        # CuPy's current one (0: the legacy default stream, which the protocol calls 1)
-        return (a.data.ptr, a.size), current().ptr or 1, None
+    def probe(a: Any) -> tuple[None, int, None]:
+        return None, current().ptr or 1, None
 
     return probe
 
