@@ -27,16 +27,7 @@ from numba import njit, prange
 
 import gompute_core as g
 from gompute_core.benchreport import BenchReport
-
-
-@g.params
-class Scale:
-    scale: g.f32
-
-
-def scale_relu(x, p: Scale):
-    y = x * p.scale
-    return y if y > 0 else 0
+from gompute_core.cli_kernels import Scale, scale_relu
 
 
 class ScaleBy:

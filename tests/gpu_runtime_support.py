@@ -6,20 +6,8 @@ from __future__ import annotations
 import pytest
 
 import gompute_core as g
+from gompute_core.cli_kernels import Scale, scale_relu
 from gompute_core.plugins import manager
-
-
-@g.params
-class Scale:
-    """The params of :func:`scale_relu`."""
-
-    scale: g.f32
-
-
-def scale_relu(x, p: Scale):
-    """``max(x * scale, 0)``."""
-    y = x * p.scale
-    return y if y > 0 else 0
 
 
 def add_one(x):

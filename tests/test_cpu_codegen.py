@@ -13,17 +13,8 @@ from gompute_cpu.kernels import render_module
 
 import gompute_core as g
 from gompute_core.backend import compile_kernel
+from gompute_core.cli_kernels import Scale, scale_relu
 from gompute_core.errors import InvalidArgument, Unsupported
-
-
-@g.params
-class Scale:
-    scale: g.f32
-
-
-def scale_relu(x, p: Scale):
-    y = x * p.scale
-    return y if y > 0 else 0
 
 
 class ScaleOp:
