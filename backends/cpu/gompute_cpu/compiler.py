@@ -146,6 +146,8 @@ def _release(mod: ModuleType) -> None:
     which breaks the cycle through the finalizer registry that kept them all alive."""
     from numba.core.dispatcher import Dispatcher
 
+    if not hasattr(Dispatcher, "_reset_overloads"):  # another numba: keep it all, as numba
+        return
     for value in vars(mod).values():
         if isinstance(value, Dispatcher) and value.py_func.__module__ == mod.__name__:
             for cres in value.overloads.values():
