@@ -126,6 +126,8 @@ def c_spelling(m: MathIntrinsic, t: type) -> str | None:
         return f"gp_{m.name}_{short_name(t)}("
     if t is np.float64:
         return f"{m.c}("
+    if m.c == "fabs":  # the sign bit cleared (ptxas folded fabsf(nan) >= -0.0f to true)
+        return "gp_fabs_f32("
     form = f"(float){m.c}((double)" if m.f32_via_f64 else f"{m.c}f("
     return f"gp_rh({form}" if t is np.float16 else form
 
