@@ -84,3 +84,16 @@ def per_call(fn: Callable[[], Any], calls: int = 2000, batches: int = 15,
         if sync is not None:
             sync()
     return pick(times)
+
+
+def paired_extra(base: Callable[[], Any], other: Callable[[], Any], calls: int = 2000,
+                 batches: int = 15, sync: Callable[[], Any] | None = None
+                 ) -> tuple[float, float]:
+    """Seconds per call of ``base`` and the extra seconds per call of ``other`` over it:
+    their batches alternate (``base``, ``other``, ``base``, ...), so drift of the host's
+    clock or load falls on both alike; the extra is the median of each pair's difference,
+    the base the median of ``base``'s batches."""
+    pairs = [(per_call(base, calls, 1, sync), per_call(other, calls, 1, sync))
+             for _ in range(batches)]
+    return (statistics.median(b for b, _ in pairs),
+            statistics.median(o - b for b, o in pairs))
