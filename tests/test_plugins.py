@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib.metadata as metadata
+import threading
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -159,3 +161,36 @@ def test_isolated_restores_the_previous_registry(monkeypatch: pytest.MonkeyPatch
     assert device.closed
     assert manager.backends() == outer
     assert "inner" not in [r.name for r in manager.backends()]
+
+
+def test_threads_wait_for_the_first_discovery(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Threads that need the registry while another thread discovers the entry points
+    wait for the discovery and see every installed backend (they once saw a registry
+    with none yet: "no installed backend is called 'cpu'")."""
+    monkeypatch.delenv(manager.ENV_BACKENDS, raising=False)
+    load = manager.load_entry_point
+
+    def slow_load(ep: metadata.EntryPoint) -> object:
+        time.sleep(0.05)  # widen the window in which other threads arrive
+        return load(ep)
+
+    monkeypatch.setattr(manager, "load_entry_point", slow_load)
+    names = sorted(ep.name for ep in metadata.entry_points(group=manager.ENTRY_POINT_GROUP))
+    assert names, "no backend installed as an entry point"
+    start, seen, errors = threading.Barrier(8), [], []
+
+    def look() -> None:
+        start.wait()
+        try:
+            seen.append(sorted(r.name for r in manager.backends()))
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    with manager.isolated(discover=True):
+        threads = [threading.Thread(target=look) for _ in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+    assert not errors and len(seen) == 8
+    assert all(s == seen[0] for s in seen) and set(names) <= set(seen[0]), seen

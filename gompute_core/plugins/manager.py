@@ -86,6 +86,8 @@ class _Registry:
         self.devices: dict[tuple[str, int], Any] = {}
         self.compilers: dict[str, Any] = {}
         self.compile_caches: dict[str, Any] = {}  # name -> CompileCache
+        self.ready = True
+        """False while entry points are being discovered into this registry."""
 
 
 _lock = threading.RLock()
@@ -93,15 +95,25 @@ _state: _Registry | None = None
 
 
 def _registry() -> _Registry:
+    """The process's registry, its entry points discovered on first use. Discovery holds
+    ``_lock``: the discovering thread re-enters (each plugin registers into the registry
+    being filled), every other thread waits for it to finish instead of seeing a registry
+    with some backends still missing."""
     global _state
-    if _state is None:
-        with _lock:
-            if _state is None:
-                state = _Registry()
-                _state = state
+    state = _state
+    if state is not None and state.ready:
+        return state
+    with _lock:
+        if _state is None:
+            state = _Registry()
+            state.ready = False
+            _state = state
+            try:
                 for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
                     load_entry_point(ep)
-    return _state
+            finally:
+                state.ready = True
+        return _state
 
 
 @contextlib.contextmanager
