@@ -13,7 +13,8 @@ and rebuilt with one warning. When the location cannot be created or written
 the module is compiled in memory, with one warning per process; a location
 owned by someone else or writable by others raises ``CacheUnsafe``.
 Before the first module runs it installs :mod:`.numba_passes` (numba's
-function passes without the per-declaration pipelines that never freed).
+function passes without the per-declaration pipelines, and llvmlite's pass
+managers freed after their run).
 
 A module lives while an *owner* (the loaded entry of a kernel) does. numba
 never frees a compiled function by itself: each dispatcher's finalizer holds
@@ -24,10 +25,10 @@ finalizer would (the compiled functions leave numba's target context), drops
 the compile results and the module's ``sys.modules`` and ``linecache`` entries,
 so the module, its dispatchers and their Python-side state can be freed. The
 release runs at once when the finalizer can take this module's lock without
-waiting, else at the next load (never inside another lock). What stays per
-compiled module is LLVM's: its IR and machine code in numba's execution engine
-(numba deliberately never removes modules from it) and the pass pipelines
-llvmlite does not free.
+waiting, else at the next load (never inside another lock). The released
+libraries' IR modules then leave numba's MCJIT engine (numba never removes
+one), under numba's compiler lock. What stays per compiled module is what MCJIT
+never frees: its machine code and loaded object, and llvmlite's pass builders.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ import threading
 import weakref
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 from gompute_core.errors import CompileFailed
 from gompute_core.runtime.diskcache import (
@@ -56,6 +58,8 @@ _owners: dict[str, int] = {}
 """Per loaded module (by stem): how many live owners hold it."""
 _released: list[str] = []
 """Stems whose last owner died, waiting for :func:`_release_pending`."""
+_unlinked: list[Any] = []
+"""numba code libraries of released modules whose IR is still in numba's engine."""
 _NAMESPACE = "cpu"
 _NUMBA_DIR = "__pycache__"
 
@@ -127,7 +131,8 @@ def _owner_died(stem: str) -> None:
 
 
 def _release_pending() -> None:
-    """Release each queued module whose owners are all gone (``_lock`` held)."""
+    """Release each queued module whose owners are all gone, then take their numba
+    libraries' IR out of numba's engine when that can be done now (``_lock`` held)."""
     while _released:
         stem = _released.pop()
         owners = _owners.get(stem, 0) - 1
@@ -138,6 +143,37 @@ def _release_pending() -> None:
         mod = _modules.pop(stem, None)
         if mod is not None:
             _release(mod)
+    if _unlinked:
+        _unlink_pending()
+
+
+def _unlink_pending() -> None:
+    """Take the IR modules of released numba libraries out of numba's MCJIT engine, so
+    that each is freed with its library (MCJIT keeps their machine code mapped and their
+    symbols resolvable: it frees neither). The engine is not thread-safe, so this runs
+    only when this thread can take numba's compiler lock without already holding it (a
+    finalizer may run in the middle of numba's own compile); otherwise the modules wait
+    for the next release or load."""
+    from numba.core.compiler_lock import global_compiler_lock
+
+    lock = getattr(global_compiler_lock, "_lock", None)
+    if lock is None or global_compiler_lock.is_locked() or not lock.acquire(blocking=False):
+        return
+    try:
+        while _unlinked:
+            _remove_from_engine(_unlinked.pop())
+    finally:
+        lock.release()
+
+
+def _remove_from_engine(library: Any) -> None:
+    """``library``'s final IR module out of the engine it was added to (numba's own
+    ``remove_module`` call is commented out: numba keeps every module for the process's
+    life). Nothing happens for a library of another shape or loaded as object code."""
+    module = getattr(library, "_final_module", None)
+    engine = getattr(getattr(getattr(library, "_codegen", None), "_engine", None), "_ee", None)
+    if module is not None and module in getattr(engine, "_modules", ()):
+        engine.remove_module(module)
 
 
 def _release(mod: ModuleType) -> None:
@@ -155,6 +191,7 @@ def _release(mod: ModuleType) -> None:
                     value.targetctx.remove_user_function(cres.entry_point)
                 except KeyError:
                     pass
+                _unlinked.append(cres.library)
             value._reset_overloads()
     sys.modules.pop(mod.__name__, None)
     linecache.cache.pop(mod.__file__, None)
