@@ -15,6 +15,7 @@ numba's engine. From the disk cache: 134 KB before the release, 57 KB after.
 from __future__ import annotations
 
 import gc
+import linecache
 import os
 import subprocess
 import sys
@@ -221,7 +222,9 @@ def _in_engine(library: Any) -> bool:
 def test_released_ir_leaves_numbas_engine_only_under_its_compiler_lock() -> None:
     """A released module's numba libraries leave the engine only while no other thread
     compiles: with numba's compiler lock held elsewhere they wait, and the next load
-    takes them out; a kernel loaded after that computes what the Python oracle does."""
+    takes them out; its source lines leave ``linecache`` under every path (numba reads
+    them under one relative to the working folder); a kernel loaded after that computes
+    what the Python oracle does."""
     from numba.core.compiler_lock import global_compiler_lock
     from numba.core.dispatcher import Dispatcher
 
@@ -233,6 +236,7 @@ def test_released_ir_leaves_numbas_engine_only_under_its_compiler_lock() -> None
     libraries = [cres.library for value in vars(_module_of(k)).values()
                  if isinstance(value, Dispatcher) for cres in value.overloads.values()]
     assert libraries and all(_in_engine(lib) for lib in libraries)
+    source_file = os.path.abspath(_module_of(k).__file__)
     held, done = threading.Event(), threading.Event()
 
     def compiling_elsewhere() -> None:
@@ -253,6 +257,8 @@ def test_released_ir_leaves_numbas_engine_only_under_its_compiler_lock() -> None
         other.join()
     again = g.Kernel(g.map(f"memspec_unlink_{uuid.uuid4().hex}", g.f32, None, _square), "cpu")
     assert not any(_in_engine(lib) for lib in libraries)
+    kept_lines = [key for key in linecache.cache if os.path.abspath(key) == source_file]
+    assert not kept_lines, f"the released module's lines stay in linecache as {kept_lines}"
     np.testing.assert_array_equal(again.run(data.copy()), want)
     again.close()
 

@@ -22,7 +22,8 @@ its compile results, which reach the module's globals and so the dispatcher
 again, from the process-wide ``weakref.finalize`` registry. When a module's
 last owner is collected, :func:`load_module`'s bookkeeping does what numba's
 finalizer would (the compiled functions leave numba's target context), drops
-the compile results and the module's ``sys.modules`` and ``linecache`` entries,
+the compile results and the module's ``sys.modules`` and ``linecache`` entries
+(numba's too, under the path relative to the working folder),
 so the module, its dispatchers and their Python-side state can be freed. The
 release runs at once when the finalizer can take this module's lock without
 waiting, else at the next load (never inside another lock). The released
@@ -35,6 +36,7 @@ from __future__ import annotations
 
 import hashlib
 import linecache
+import os
 import sys
 import threading
 import weakref
@@ -195,6 +197,10 @@ def _release(mod: ModuleType) -> None:
             value._reset_overloads()
     sys.modules.pop(mod.__name__, None)
     linecache.cache.pop(mod.__file__, None)
+    try:  # numba's error locations read the file's lines under a path relative to the cwd
+        linecache.cache.pop(os.path.relpath(mod.__file__), None)
+    except ValueError:  # another drive (Windows): numba used the absolute path
+        pass
 
 
 def load_module(source: str, owner: object) -> ModuleType:
