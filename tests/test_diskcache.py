@@ -3,10 +3,11 @@ private folders, one warning for a dropped entry or an unusable location."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -14,6 +15,7 @@ import pytest
 
 from gompute_core.errors import CacheUnsafe, GomputeWarning
 from gompute_core.plugins.records import Artifact
+from gompute_core.runtime import diskcache
 from gompute_core.runtime.diskcache import CompileCache, DiskCache, cache_root
 
 ART = Artifact(backend="cuda", image=b"\x7fELF" + bytes(range(256)) * 4, format="cubin",
@@ -170,3 +172,28 @@ def test_compile_cache_builds_once_then_serves_memory_and_disk(cache: DiskCache)
     assert first.get_or_build(KEY, build) == ART  # disk
     assert CompileCache("cuda").get_or_build(KEY, build) == ART  # a new process's view
     assert len(builds) == 1
+
+
+def test_memory_level_keeps_the_most_recently_used(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The memory level holds at most ``MEMORY_ENTRIES`` artifacts: a key used again stays,
+    the least recently used goes and is built again when asked for (``disk=False``: the
+    CPU backend's way, nothing to read back)."""
+    monkeypatch.setattr(diskcache, "MEMORY_ENTRIES", 3)
+    builds: list[str] = []
+
+    def build(name: str) -> Callable[[], Artifact]:
+        def make() -> Artifact:
+            builds.append(name)
+            return dataclasses.replace(ART, image=name.encode())
+        return make
+
+    cache = CompileCache("cpu")
+    for name in ("a", "b", "c"):
+        cache.get_or_build((name,), build(name), disk=False)
+    assert cache.get_or_build(("a",), build("a"), disk=False).image == b"a"  # a: used again
+    cache.get_or_build(("d",), build("d"), disk=False)  # 4 > 3: b, the least recent, goes
+    for name in ("a", "c", "d"):
+        assert cache.get_or_build((name,), build(name), disk=False).image == name.encode()
+    assert builds == ["a", "b", "c", "d"]
+    assert cache.get_or_build(("b",), build("b"), disk=False).image == b"b"
+    assert builds == ["a", "b", "c", "d", "b"]

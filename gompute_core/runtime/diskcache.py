@@ -32,6 +32,7 @@ import stat
 import tempfile
 import threading
 import warnings
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -205,8 +206,15 @@ def write_atomically(path: Path, data: bytes) -> None:
         raise
 
 
+MEMORY_ENTRIES = 256
+"""Artifacts a :class:`CompileCache` keeps in memory, the least recently used dropped
+first (a live kernel holds its own program; a dropped artifact is read from disk, or
+rebuilt, when it is asked for again)."""
+
+
 class CompileCache:
-    """Two levels for a compiler: this process's memory, then a :class:`DiskCache`.
+    """Two levels for a compiler: this process's memory (the :data:`MEMORY_ENTRIES` most
+    recently used artifacts), then a :class:`DiskCache`.
 
     The core's :func:`~gompute_core.backend.compiler.compile_kernel` calls
     :meth:`get_or_build` with the key and a function that compiles; the
@@ -215,7 +223,7 @@ class CompileCache:
 
     def __init__(self, namespace: str) -> None:
         self.disk = DiskCache(namespace)
-        self._memory: dict[tuple[str, ...], Artifact] = {}
+        self._memory: OrderedDict[tuple[str, ...], Artifact] = OrderedDict()
         self._lock = threading.Lock()
 
     def get_or_build(self, key_parts: Sequence[str], build: Callable[[], Artifact],
@@ -225,8 +233,9 @@ class CompileCache:
         key = tuple(map(str, key_parts))
         with self._lock:
             hit = self._memory.get(key)
-        if hit is not None:
-            return hit
+            if hit is not None:
+                self._memory.move_to_end(key)
+                return hit
         artifact = self.disk.get(key) if disk else None
         if artifact is None:
             artifact = build()
@@ -234,6 +243,9 @@ class CompileCache:
                 self.disk.put(key, artifact)
         with self._lock:
             self._memory[key] = artifact
+            self._memory.move_to_end(key)
+            while len(self._memory) > MEMORY_ENTRIES:
+                self._memory.popitem(last=False)
         return artifact
 
     def forget_memory(self) -> None:
