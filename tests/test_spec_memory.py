@@ -7,7 +7,7 @@ disk cache. Per spec of this mix, compiled: about 2.4 MB before the CPU backend
 skipped numba's pass pipelines on declarations (``gompute_cpu.numba_passes``) and
 inlined kernel functions into the loops (``_FN`` in ``gompute_cpu.kernels``); 0.58 MB
 with both; 0.39 MB since a module is released with its last owner
-(``gompute_cpu.compiler``: numba's dispatchers otherwise never die); 69 KB since
+(``gompute_cpu.compiler``: numba's dispatchers otherwise never die); 67 KB since
 llvmlite's pass managers are freed after their run and a released module's IR leaves
 numba's engine. From the disk cache: 134 KB before the release, 57 KB after.
 """
@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 WARMUP = 10
 SPECS = 40
 BOUND_KB = 100
-"""Per-spec growth allowed when compiling (KB): about 69 now, about 120 with the pass
+"""Per-spec growth allowed when compiling (KB): about 67 now, about 120 with the pass
 managers freed but the IR kept in numba's engine, 395 with neither, 584 without the
 module release either, 2,450 before any fix."""
 CACHED_BOUND_KB = 95
