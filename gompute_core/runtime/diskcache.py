@@ -243,7 +243,6 @@ class CompileCache:
                 self.disk.put(key, artifact)
         with self._lock:
             self._memory[key] = artifact
-            self._memory.move_to_end(key)
             while len(self._memory) > MEMORY_ENTRIES:
                 self._memory.popitem(last=False)
         return artifact

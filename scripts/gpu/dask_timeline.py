@@ -60,20 +60,25 @@ def gpu_alone(chunks: int) -> float:
     return best
 
 
-def host_partials() -> None:
-    """Worker side: every chunk's partial becomes a NumPy array inside its task."""
-    import cupy as cp
-
+def _wrap_chunks(after) -> None:
+    """Worker side: every chunk task's partial passes through ``after`` (replacing an
+    earlier wrapper, not stacking on it)."""
     from gompute_core import dask as wd
 
     original = getattr(wd._reduce_chunk, "original", wd._reduce_chunk)
 
     def chunk(*args, **kwargs):
-        out = original(*args, **kwargs)
-        return cp.asnumpy(out) if isinstance(out, cp.ndarray) else out
+        return after(original(*args, **kwargs))
 
     chunk.original = original
     wd._reduce_chunk = chunk
+
+
+def host_partials() -> None:
+    """Worker side: every chunk's partial becomes a NumPy array inside its task."""
+    import cupy as cp
+
+    _wrap_chunks(lambda out: cp.asnumpy(out) if isinstance(out, cp.ndarray) else out)
 
 
 def run_ahead_one() -> None:
@@ -81,13 +86,9 @@ def run_ahead_one() -> None:
     host at most one chunk ahead of the GPU, so task completions follow the GPU)."""
     import cupy as cp
 
-    from gompute_core import dask as wd
-
-    original = getattr(wd._reduce_chunk, "original", wd._reduce_chunk)
     previous = []
 
-    def chunk(*args, **kwargs):
-        out = original(*args, **kwargs)
+    def wait_for_previous(out):
         event = cp.cuda.Event(disable_timing=True)
         event.record()
         if previous:
@@ -95,8 +96,7 @@ def run_ahead_one() -> None:
         previous.append(event)
         return out
 
-    chunk.original = original
-    wd._reduce_chunk = chunk
+    _wrap_chunks(wait_for_previous)
 
 
 def trivial_floor(client: distributed.Client) -> None:
@@ -128,13 +128,13 @@ def summary(data: list[dict], t0: float) -> str:
     for task in data:
         per[task["worker"]].append(task)
     for worker, tasks in sorted(per.items()):
-        starts = [s["start"] for t in tasks for s in t["startstops"] if s["action"] == "compute"]
-        stops = [s["stop"] for t in tasks for s in t["startstops"] if s["action"] == "compute"]
-        busy = sum(s["stop"] - s["start"] for t in tasks for s in t["startstops"]
-                   if s["action"] == "compute")
+        computes = [s for t in tasks for s in t["startstops"] if s["action"] == "compute"]
+        first = min(s["start"] for s in computes) - t0
+        last_end = max(s["stop"] for s in computes) - t0
+        busy = sum(s["stop"] - s["start"] for s in computes)
         lines.append(f"    worker {worker[-5:]}: {len(tasks)} tasks, first start "
-                     f"{(min(starts) - t0) * 1e3:7.1f} ms, last end {(max(stops) - t0) * 1e3:7.1f}"
-                     f" ms, compute busy {busy * 1e3:6.1f} ms")
+                     f"{first * 1e3:7.1f} ms, last end {last_end * 1e3:7.1f} ms, compute busy "
+                     f"{busy * 1e3:6.1f} ms")
     last = max(data, key=lambda t: t["startstops"][-1]["stop"])
     for task in data:
         if task is last or any(s["action"] == "transfer" for s in task["startstops"]):
