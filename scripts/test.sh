@@ -17,7 +17,10 @@ py="$venv/bin/python"
 bash backends/hip/install-rocm.sh "$py"
 bash backends/cuda/install-pycuda.sh "$py"
 "$py" -m pip install -q ".[test]" ./backends/cpu ./backends/cuda ./backends/hip
-# The third-party-style OpenCL backend, with PoCL as its CPU OpenCL device.
+# The third-party-style OpenCL backend, with Debian's PoCL as its CPU OpenCL device (the
+# PoCL that pip brings fails on CPUs newer than its LLVM: see install-pocl.sh).
+bash examples/gompute-opencl/install-pocl.sh
+export OCL_ICD_VENDORS=/etc/OpenCL/vendors
 "$py" -m pip install -q pyopencl pocl-binary-distribution ./examples/gompute-opencl
 # The venv may sit inside the tree (the default does): lint only the project's files.
 "$venv/bin/ruff" check --extend-exclude "$venv" .
