@@ -13,6 +13,7 @@ and launches (:meth:`~gompute_core.backend.Device._load_raw`).
 from __future__ import annotations
 
 import difflib
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -108,7 +109,8 @@ class RawKernel:
     ``kernel`` is a ``@g.raw_kernel`` function or its name (resolved in this process,
     else in the prebuilt artifact directory: ``artifact_dir`` or
     ``$GOMPUTE_ARTIFACT_DIR``). ``launch(grid, block, args, shared_bytes=0,
-    stream=None)`` enqueues one launch; ``synchronize()`` waits for it.
+    stream=None)`` enqueues one launch; ``synchronize()`` waits for it. Threads may share
+    a handle: a lock makes storing the arguments and launching one step.
     """
 
     def __init__(self, kernel: Any, backend: str, device: int = 0, *,
@@ -151,6 +153,9 @@ class RawKernel:
         self._geometry: dict[tuple[Any, ...], tuple[Any, Any, int]] = {}
         """Launch shapes already checked, keyed by value and type (``True == 1`` and
         ``1.0 == 1`` must not pass as a checked 1): -> (grid, block, shared bytes)."""
+        self._lock = threading.Lock()
+        """Makes store-the-arguments-then-launch one step: threads sharing the handle never
+        launch with each other's arguments."""
         self._bind: Callable[[Sequence[Any]], None] | None = None
         """The packing backends' checks (:class:`PackedBinder`), called on every launch."""
         if dev.packs_arguments:
@@ -280,10 +285,14 @@ class RawKernel:
             raise InvalidArgument(f"{self.name}: takes {len(self._convert)} arguments ({names}), "
                                   f"got {len(args)}")
         if self._bind is not None:
-            self._bind(args)
-        else:
-            self._store([conv(a) for conv, a in zip(self._convert, args, strict=True)])
-        self._launcher(g3, b3, shared, stream)
+            with self._lock:
+                self._bind(args)
+                self._launcher(g3, b3, shared, stream)
+            return
+        values = [conv(a) for conv, a in zip(self._convert, args, strict=True)]
+        with self._lock:
+            self._store(values)
+            self._launcher(g3, b3, shared, stream)
 
     def _check_geometry(self, grid: Any, block: Any, shared_bytes: Any
                         ) -> tuple[tuple[int, int, int], tuple[int, int, int], int]:
