@@ -187,6 +187,26 @@ def test_launch_on_buffers_matches_run() -> None:
     np.testing.assert_array_equal(data, want)
 
 
+SHIFTED = g.map_to("cpu_rt_shifted", g.f32, g.f32, None, lambda v: v + 1)
+
+
+def test_launch_refuses_partially_overlapping_views() -> None:
+    """``launch(x[:-1], x[1:], n)``: NumPy views of one array as input and output, whose
+    result would depend on the loop order, are refused as ``run`` refuses them; the same
+    elements (``x, x``) still work in place."""
+    x = np.arange(9, dtype=np.float32)
+    before = x.copy()
+    with g.Kernel(SHIFTED, "cpu") as k:
+        with pytest.raises(InvalidArgument, match="^out: overlaps inp") as by_run:
+            k.run(x[:-1], x[1:])
+        with pytest.raises(InvalidArgument) as by_launch:
+            k.launch(x[:-1], x[1:], 8)
+        assert str(by_launch.value) == f"launch: {by_run.value}"
+        np.testing.assert_array_equal(x, before)
+        k.launch(x[1:], x[1:], 8)
+    np.testing.assert_array_equal(x, [before[0], *(before[1:] + 1)])
+
+
 def test_reduce_launch_writes_one_partial_per_block() -> None:
     data = np.arange(1, 1001, dtype=np.float64)
     with g.Kernel(SUM_F64, "cpu") as k:

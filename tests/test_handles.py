@@ -10,12 +10,14 @@ import itertools
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
-from pybackend import PyBackend
+from pybackend import PyBackend, PyBuffer
 
 import gompute_core as g
+from gompute_core.backend import Buffer
 from gompute_core.errors import (
     BackendUnavailable,
     GomputeWarning,
@@ -249,6 +251,63 @@ def test_validation_multi_array_kinds(backend: str) -> None:
         idx = np.zeros(3, np.int32)
         out = np.zeros(9, np.float32)
         assert "idx" in str(_untouched(lambda: k.run(a, idx, out), a, idx, out))
+
+
+def _view(buf: PyBuffer, offset: int) -> PyBuffer:
+    """A borrowed buffer over ``buf``'s memory from byte ``offset`` on (what ``g.as_buffer``
+    makes of an array view): the backend resolves its address into ``buf``."""
+    view = PyBuffer.__new__(PyBuffer)
+    view.mem = buf.mem[offset:]
+    Buffer.__init__(view, buf.device, buf.nbytes - offset, buf.addr + offset, owned=False)
+    return view
+
+
+def _refusals_match(launch: Any, run: Any, *untouched: Buffer) -> None:
+    """``launch()`` and ``run()`` both refuse, with one message (``launch:`` before it), and
+    the buffers keep their bytes."""
+    before = [bytes(b.mem) for b in untouched]  # type: ignore[attr-defined]
+    with pytest.raises(InvalidArgument) as by_run:
+        run()
+    with pytest.raises(InvalidArgument) as by_launch:
+        launch()
+    assert "overlaps" in str(by_run.value)
+    assert str(by_launch.value) == f"launch: {by_run.value}"
+    assert [bytes(b.mem) for b in untouched] == before  # type: ignore[attr-defined]
+
+
+def test_launch_refuses_overlap_like_run(backend: str) -> None:
+    """A launch whose output partially overlaps an input (map_to, zip), or overlaps at all
+    (gather/scatter), is refused exactly as ``run`` refuses the same arrays; the very same
+    elements are still an in-place launch."""
+    n = 6
+    x = np.arange(n + 1, dtype=np.float32)
+    with g.Kernel(g.map_to(uname(), g.f32, g.f32, None, lambda v: v * 2 + 1), backend) as k:
+        buf = k.alloc(n + 1)
+        buf.upload(x)
+        _refusals_match(lambda: k.launch(buf, _view(buf, 4), n),
+                        lambda: k.run(x[:-1], x[1:]), buf)
+        k.launch(buf, buf, n)
+        got = np.empty(n + 1, np.float32)
+        buf.download(got)
+        np.testing.assert_array_equal(got, [*(x[:n] * 2 + 1), x[n]])
+    wide = np.arange(n, dtype=np.float64)
+    with g.Kernel(g.map_to(uname(), g.f64, g.f32, None, lambda v: v), backend) as k:
+        buf = k.alloc(n, "In")
+        buf.upload(wide)
+        _refusals_match(lambda: k.launch(buf, buf, n),
+                        lambda: k.run(wide, wide.view(np.float32)[:n]), buf)
+    with g.Kernel(g.zip(uname(), g.f32, g.f32, g.f32, None, lambda a, b: a + b), backend) as k:
+        a, b = k.alloc(n), k.alloc(n + 1)
+        a.upload(x[:n])
+        b.upload(x)
+        _refusals_match(lambda: k.launch(a, b, _view(b, 4), n),
+                        lambda: k.run(x[:n].copy(), x[:-1], x[1:]), a, b)
+    with g.Kernel(g.gather(uname(), g.f32, g.i32), backend) as k:
+        src, idx = k.alloc(n + 1), k.alloc(n, "Idx")
+        src.upload(x)
+        idx.upload(np.zeros(n, np.int32))
+        _refusals_match(lambda: k.launch(src, idx, _view(src, 4), n, n),
+                        lambda: k.run(x[:-1], np.zeros(n, np.int32), x[1:]), src, idx)
 
 
 def test_reduce_returns_identity_for_empty(backend: str) -> None:
