@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from ..abi import pack
+from ..abi.codecs import float_in_range, int_in_range
 from ..backend.args import RawArgBuffer, raw_arg_layout
 from ..backend.buffer import Buffer
 from ..errors import InvalidArgument, KernelNotFound, Unsupported
@@ -369,7 +370,8 @@ def _shape_key(grid: Any, block: Any, shared_bytes: Any) -> tuple[Any, ...]:
 
 def _scalar_converter(kernel: str, where: str, t: Any) -> Callable[[Any], Any]:
     """A checker giving a NumPy scalar of ``t``: the same NumPy type, or a Python number
-    that ``t`` holds exactly (an int in range; a float for a float type)."""
+    that ``t`` holds (an int in range; for a float type an int or float that does not
+    overflow it), range-checked as a params field is."""
     name = short_name(t)
     integer = is_int(t) and t is not np.bool_
     lo, hi = (int(np.iinfo(t).min), int(np.iinfo(t).max)) if integer else (0, 0)
@@ -385,11 +387,9 @@ def _scalar_converter(kernel: str, where: str, t: Any) -> Callable[[Any], Any]:
                 return np.bool_(value)
         elif integer:
             if isinstance(value, int) and not isinstance(value, bool):
-                if not lo <= value <= hi:
-                    raise InvalidArgument(f"{kernel}: {where} = {value} does not fit {name}")
-                return t(value)
+                return int_in_range(t, value, f"{kernel}: {where}", lo, hi)
         elif is_float(t) and isinstance(value, (int, float)) and not isinstance(value, bool):
-            return t(value)
+            return float_in_range(t, value, f"{kernel}: {where}")
         raise InvalidArgument(f"{kernel}: {where} is {value!r} ({type(value).__name__}) where "
                               f"{name} is declared")
 
