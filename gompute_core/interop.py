@@ -271,6 +271,23 @@ def _dlpack(obj: Any, role: str, kind: int | None, stream: int | None) -> Foreig
     return Foreign(t.addr, t.dtype, t.shape, size, t.readonly, t.device, None, t.hold)
 
 
+def _host_interface(obj: Any, role: str) -> np.ndarray:
+    """The NumPy view of an object exposing ``__array_interface__`` (or
+    ``__array_struct__``); a mask (NumPy would drop it) or an interface NumPy refuses (no
+    ``typestr`` or ``shape``, a NULL pointer to elements) is an ``InvalidArgument`` naming
+    ``role``."""
+    ai = getattr(obj, "__array_interface__", None)
+    if isinstance(ai, dict):
+        if ai.get("mask") is not None:
+            raise InvalidArgument(f"{role}: the array interface has a mask (it would be "
+                                  "ignored); pass the unmasked data or fill the masked "
+                                  "elements first")
+    try:
+        return np.asarray(obj)
+    except (ValueError, TypeError, KeyError) as exc:
+        raise InvalidArgument(f"{role}: malformed __array_interface__ ({exc})") from None
+
+
 def describe(obj: Any, role: str, kind: int | None = None,
              stream: int | None = None) -> Foreign:
     """Describe a foreign array for a consumer on a device of DLPack type ``kind``
@@ -280,6 +297,10 @@ def describe(obj: Any, role: str, kind: int | None = None,
     interface is older than v3 (:func:`orders_itself`)."""
     if isinstance(obj, np.ndarray):
         return _from_host(obj, role)
+    if isinstance(obj, np.generic):
+        raise InvalidArgument(f"{role}: a NumPy scalar ({type(obj).__name__}) is not an array "
+                              "(its memory would be a copy, written and dropped); pass an "
+                              "array, np.array([x])")
     if kind != dlpack.KDL_ROCM:
         cai = getattr(obj, "__cuda_array_interface__", None)
         if cai is not None:
@@ -291,7 +312,7 @@ def describe(obj: Any, role: str, kind: int | None = None,
     if hasattr(obj, "__dlpack__"):
         return _dlpack(obj, role, kind, stream)
     if hasattr(obj, "__array_interface__") or hasattr(obj, "__array_struct__"):
-        return _from_host(np.asarray(obj), role)
+        return _from_host(_host_interface(obj, role), role)
     raise InvalidArgument(f"{role}: expected a NumPy array, a Gompute buffer or an array "
                           "exposing __cuda_array_interface__, __dlpack__ or "
                           f"__array_interface__, got {type(obj).__name__}")

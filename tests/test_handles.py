@@ -189,6 +189,54 @@ def test_close_is_idempotent_and_final(backend: str) -> None:
     np.testing.assert_array_equal(data, 1)
 
 
+def test_program_launch_refused_after_close(backend: str) -> None:
+    """``k.program.launch`` (and the run path's ``enqueue``) refuse once the handle is
+    closed, as ``k.launch`` does; the buffer keeps what the open handle computed."""
+    k = g.Kernel(g.map(uname(), g.i32, None, lambda x: x + 1), backend)
+    buf = k.alloc(5)
+    buf.fill(0)
+    k.program.launch(buf, 5)
+    k.close()
+    with pytest.raises(InvalidArgument, match="closed"):
+        k.program.launch(buf, 5)
+    with pytest.raises(InvalidArgument, match="closed"):
+        k.program.enqueue(k.stream, 1, (buf.addr, 5), None)
+    got = np.empty(5, np.int32)
+    buf.download(got)
+    np.testing.assert_array_equal(got, 1)
+
+
+class _Interface:
+    """An object exposing only NumPy's array interface (``described``)."""
+
+    def __init__(self, described: object) -> None:
+        self.__array_interface__ = described
+
+
+def test_scalars_and_bad_array_interfaces_refused(backend: str) -> None:
+    """A NumPy scalar is not an array (an in-place map would write a copy and hand back the
+    scalar unchanged); an array interface with a mask (NumPy drops it), a NULL data pointer,
+    or no ``typestr`` is an ``InvalidArgument`` naming the argument; the data behind the
+    interfaces stay as they were."""
+    with g.Kernel(g.map(uname(), g.f32, None, lambda x: x + 1), backend) as k:
+        with pytest.raises(InvalidArgument, match=r"^data: a NumPy scalar \(float32\)"):
+            k.run(np.float32(1))
+        base = np.arange(4, dtype=np.float32)
+        good = {"shape": (4,), "typestr": "<f4", "data": (base.ctypes.data, False),
+                "version": 3}
+        k.run(_Interface(good))  # the interface itself is taken, in place
+        np.testing.assert_array_equal(base, np.arange(4) + 1)
+        bad = {"mask": (dict(good, mask=np.array([True, False, True, False])), "mask"),
+               "NULL": (dict(good, data=(0, False)), "NULL"),
+               "typestr": ({k: v for k, v in good.items() if k != "typestr"}, "typestr")}
+        for case, (described, words) in bad.items():
+            err = _untouched(lambda d=described: k.run(_Interface(d)), base)
+            assert str(err).startswith("data: ") and words in str(err), case
+    with g.Kernel(g.sum(uname(), g.f32), backend) as k:
+        with pytest.raises(InvalidArgument, match=r"^data: a NumPy scalar"):
+            k.run(np.float32(1))
+
+
 def _untouched(fn, *arrays: np.ndarray) -> InvalidArgument:
     """Call ``fn``, expect InvalidArgument, check ``arrays`` kept their contents."""
     copies = [a.copy() for a in arrays]

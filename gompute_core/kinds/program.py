@@ -49,6 +49,11 @@ _STALE = object()
 """``_last_p`` when the params must be converted again."""
 
 
+def refuse_closed(*args: Any, **kwargs: Any) -> Any:
+    """What a closed handle's (and its program's) launch, run and enqueue become."""
+    raise InvalidArgument("this kernel handle is closed")
+
+
 def elements_per_block(kernel: KernelIR) -> int:
     """Elements one block of the C-family entry covers per unrolled step: the grid for a
     small count needs no more blocks than this covers (16-byte vectors, ``UNROLL`` deep)."""
@@ -106,6 +111,11 @@ class KernelProgram:
         self._signals: list[int] = []
         """Foreign streams to make wait for this launch (filled by foreign operands)."""
         self.launch = getattr(self, f"_launch_{self.kind}")
+
+    def close(self) -> None:
+        """Refuse every later launch (the handle owning the program was closed): ``launch``
+        and ``enqueue`` raise ``InvalidArgument``."""
+        self.launch = self.enqueue = refuse_closed
 
     # ---- stream ------------------------------------------------------------------------------
     @property

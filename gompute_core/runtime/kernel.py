@@ -17,7 +17,7 @@ import numpy as np
 
 from ..errors import BackendUnavailable, GomputeWarning, InvalidArgument, Unsupported
 from ..ir.kernel import KernelIR
-from ..kinds.program import MAX_REDUCE_BLOCKS
+from ..kinds.program import MAX_REDUCE_BLOCKS, refuse_closed
 from ..kinds.run import Runner
 from ..plugins import manager
 from ..plugins.records import Artifact, BackendInfo, CompileRequest
@@ -30,10 +30,6 @@ _DEFAULT_ROLE = {
     "map": "T", "map_indexed": "T", "reduce": "T", "gather": "T", "scatter": "T",
     "map_to": "Out", "zip": "Out",
 }
-
-
-def _closed(*args: Any, **kwargs: Any) -> Any:
-    raise InvalidArgument("this kernel handle is closed")
 
 
 def capability_gap(info: BackendInfo, spec: Spec) -> str:
@@ -172,8 +168,9 @@ class Kernel:
         if self._closed_flag:
             return
         self._closed_flag = True
-        self.launch = _closed
-        self._run = _closed
+        self.launch = refuse_closed
+        self._run = refuse_closed
+        self.program.close()
         self._runner.close()
 
     def __enter__(self) -> Kernel:
@@ -188,7 +185,7 @@ class Kernel:
 
     def _check_open(self) -> None:
         if self._closed_flag:
-            raise InvalidArgument("this kernel handle is closed")
+            refuse_closed()
 
     # ----------------------------------------------------------------- per-kind runners
     def _run_map(self, data: Any, p: Any = None) -> Any:
