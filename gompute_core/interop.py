@@ -255,18 +255,46 @@ def _readonly(cai: dict[str, Any]) -> bool:
         return False
 
 
+def cuda_interface(obj: Any, role: str) -> dict[str, Any] | None:
+    """``obj.__cuda_array_interface__``, or None when it has none. A producer whose
+    interface raises (torch for bfloat16, or for a tensor that requires grad) gives None
+    when it also speaks DLPack (described that way, checked there), else an
+    ``InvalidArgument`` naming ``role`` and the producer's reason."""
+    try:
+        return getattr(obj, "__cuda_array_interface__", None)  # type: ignore[no-any-return]
+    except Exception as exc:
+        if hasattr(obj, "__dlpack__"):
+            return None
+        raise InvalidArgument(f"{role}: its __cuda_array_interface__ failed "
+                              f"({type(exc).__name__}: {exc})") from None
+
+
+class _HostTensor:
+    """A consumed host DLPack tensor as NumPy sees it (``np.asarray``): the view keeps this
+    object, and so the producer's memory (``hold``), alive."""
+
+    def __init__(self, t: dlpack.Tensor) -> None:
+        self.hold = t.hold
+        self.__array_interface__ = {"shape": t.shape, "typestr": t.dtype.str,
+                                    "data": (t.addr, t.readonly), "version": 3}
+
+
 def _dlpack(obj: Any, role: str, kind: int | None, stream: int | None) -> Foreign:
     dev = tuple(obj.__dlpack_device__())
-    if dev[0] == dlpack.KDL_CPU:
-        return _from_host(np.from_dlpack(obj), role)
-    if kind is not None and dev[0] not in _COMPATIBLE.get(kind, (kind,)):
+    if dev[0] != dlpack.KDL_CPU and kind is not None and \
+            dev[0] not in _COMPATIBLE.get(kind, (kind,)):
         raise InvalidArgument(f"{role}: the array is on {where(dev)}, not on this kernel's "
                               f"{dlpack.DEVICE_NAMES.get(kind, kind)} device")
+    host = dev[0] == dlpack.KDL_CPU
+    if host:
+        stream = None  # the protocol's only stream for host memory
     try:
         capsule = obj.__dlpack__(stream=stream, max_version=dlpack.VERSION)
     except TypeError:  # a producer from before DLPack 1.0
         capsule = obj.__dlpack__(stream=stream)
-    t = dlpack.consume(capsule, role)
+    t = dlpack.consume(capsule, role)  # a type NumPy lacks (bfloat16) is refused here
+    if host:
+        return _from_host(np.asarray(_HostTensor(t)), role)
     size = math.prod(t.shape)
     return Foreign(t.addr, t.dtype, t.shape, size, t.readonly, t.device, None, t.hold)
 
@@ -302,7 +330,7 @@ def describe(obj: Any, role: str, kind: int | None = None,
                               "(its memory would be a copy, written and dropped); pass an "
                               "array, np.array([x])")
     if kind != dlpack.KDL_ROCM:
-        cai = getattr(obj, "__cuda_array_interface__", None)
+        cai = cuda_interface(obj, role)
         if cai is not None:
             if orders_itself(obj, cai):
                 return from_cai(obj, cai, role)
@@ -352,14 +380,15 @@ def locate(f: Foreign, device: Device, role: str) -> None:
 
 def borrow(f: Foreign, device: Device) -> Buffer:
     """A borrowed buffer (``owned=False``) of ``device`` over ``f``'s memory, typed and
-    shaped as ``f``; it keeps the producer's object alive and never frees the memory."""
+    shaped as ``f`` and read-only as ``f``; it keeps the producer's object alive and never
+    frees the memory."""
     if f.host is not None:
         buf = device.borrow(f.host)
     else:
         buf = device._borrow(f.addr, f.nbytes)
         if buf.owned:
             raise InvalidArgument(f"{device.backend}: _borrow returned an owned buffer")
-    buf.keep, buf.dtype, buf.shape = f.keep, f.dtype, f.shape
+    buf.keep, buf.dtype, buf.shape, buf.readonly = f.keep, f.dtype, f.shape, f.readonly
     return buf
 
 

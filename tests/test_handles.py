@@ -358,6 +358,20 @@ def test_launch_refuses_overlap_like_run(backend: str) -> None:
                         lambda: k.run(x[:-1], np.zeros(n, np.int32), x[1:]), src, idx)
 
 
+def test_run_with_the_wrong_number_of_arguments_names_the_call(backend: str) -> None:
+    """``k.run(data, p, 3)`` and other wrong argument counts are an ``InvalidArgument``
+    listing what the kind takes (not Python's ``TypeError``); the data stay untouched."""
+    data = np.arange(4, dtype=np.float32)
+    with g.Kernel(g.map(uname(), g.f32, Scale, scale_relu), backend) as k:
+        err = _untouched(lambda: k.run(data, Scale(scale=2), 3), data)
+        assert str(err).startswith("run: a map kernel takes (data, p)") and "got 3" in str(err)
+        assert "got 0 arguments" in str(_untouched(lambda: k.run()))
+    with g.Kernel(g.gather(uname(), g.f32, g.i32), backend) as k:
+        idx = np.zeros(4, np.int32)
+        err = _untouched(lambda: k.run(data, idx), data, idx)
+        assert str(err) == "run: a gather kernel takes (src, idx, out), got 2 arguments"
+
+
 def test_reduce_returns_identity_for_empty(backend: str) -> None:
     with g.Kernel(g.min(uname(), g.f32), backend) as k:
         got = k.run(np.empty(0, np.float32))

@@ -52,7 +52,10 @@ producer's current stream."""
 
 
 def _cai_probe(obj: Any) -> tuple[Any, int | None, dict[str, Any]]:
-    cai = obj.__cuda_array_interface__
+    try:
+        cai = obj.__cuda_array_interface__
+    except Exception as exc:  # torch's raises for bfloat16: described (and refused) instead
+        raise AttributeError("no usable CUDA Array Interface") from exc
     if not orders_itself(obj, cai):
         PROBES[type(obj)] = None  # its type's objects are described (DLPack) from now on
         raise AttributeError("a CUDA Array Interface before v3: taken through DLPack")

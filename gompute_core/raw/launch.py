@@ -26,7 +26,7 @@ from ..backend.buffer import Buffer
 from ..errors import InvalidArgument, KernelNotFound, Unsupported
 from ..interop import as_buffer
 from ..ir.kernel import RAW, KernelIR
-from ..ir.nodes import Atomic, IRType, PointerType, SharedType, StructType
+from ..ir.nodes import Atomic, IRType, PointerType, SharedType, Store, StructType
 from ..plugins import manager
 from ..plugins.records import Artifact, CompileRequest
 from ..runtime.compile import find_prebuilt, find_prebuilt_raw
@@ -85,13 +85,19 @@ def _static_shared_bytes(kir: KernelIR) -> int:
                if isinstance(t, SharedType))
 
 
-def _uses_f64_atomics(kir: KernelIR) -> bool:
-    found = False
+def _memory_use(kir: KernelIR) -> tuple[bool, frozenset[str]]:
+    """(whether the kernel uses f64 atomics, the names of the ``GlobalPtr`` arguments it
+    writes: stores and atomics). A kernel from C source has no IR to tell: no pointer
+    counts as written."""
+    f64 = False
+    written: set[str] = set()
 
     def walk(obj: Any) -> None:
-        nonlocal found
+        nonlocal f64
         if isinstance(obj, Atomic) and obj.type is np.float64:
-            found = True
+            f64 = True
+        if isinstance(obj, (Store, Atomic)) and isinstance(obj.base.type, PointerType):
+            written.add(obj.base.name)
         if isinstance(obj, tuple):
             for item in obj:
                 walk(item)
@@ -101,7 +107,7 @@ def _uses_f64_atomics(kir: KernelIR) -> bool:
 
     for fn in kir.functions:
         walk(fn.body)
-    return found
+    return f64, frozenset(written)
 
 
 class RawKernel:
@@ -139,7 +145,8 @@ class RawKernel:
             signature, bounds = definition.signature, definition.bounds
             params_class = definition.params_class
             artifact = self._artifact(definition, kir, backend, dev.arch, artifact_dir)
-        if _uses_f64_atomics(kir) and not dev.has("f64_atomics"):
+        f64_atomics, self._written = _memory_use(kir)
+        if f64_atomics and not dev.has("f64_atomics"):
             raise Unsupported(f"raw kernel {kir.name!r} uses f64 atomics; {backend} device "
                               f"{device} lacks the capability 'f64_atomics'")
         self.name, self.backend, self.ordinal = kir.name, backend, device
@@ -161,8 +168,9 @@ class RawKernel:
         """The packing backends' checks (:class:`PackedBinder`), called on every launch."""
         if dev.packs_arguments:
             kinds = ["params" if isinstance(t, StructType) else
-                     "pointer" if isinstance(t, PointerType) else "scalar"
-                     for _, t in signature]
+                     ("written" if name in self._written else "pointer")
+                     if isinstance(t, PointerType) else "scalar"
+                     for name, t in signature]
             types = [np.dtype(t.elem) if isinstance(t, PointerType) else t
                      for _, t in signature]
             self._bind = PackedBinder(kinds, self._convert, types, dev, self.args,
@@ -201,7 +209,8 @@ class RawKernel:
     def _converter(self, k: int, name: str, t: IRType) -> Callable[[Any], Any]:
         where = f"argument #{k} ({name!r})"
         if isinstance(t, PointerType):
-            return self._pointer_converter(where, np.dtype(t.elem), short_name(t.elem))
+            return self._pointer_converter(where, np.dtype(t.elem), short_name(t.elem),
+                                           name in self._written)
         if isinstance(t, StructType):
             cls = self._params_class
 
@@ -214,7 +223,7 @@ class RawKernel:
             return params
         return _scalar_converter(self.name, where, t)
 
-    def _pointer_converter(self, where: str, dtype: np.dtype, tname: str
+    def _pointer_converter(self, where: str, dtype: np.dtype, tname: str, written: bool
                            ) -> Callable[[Any], Any]:
         device, backend = self.device, self.backend
 
@@ -229,6 +238,9 @@ class RawKernel:
                 raise InvalidArgument(f"{self.name}: {where} is a buffer of {buf.dtype}; the "
                                       f"kernel declares GlobalPtr[{tname}] (allocate it with "
                                       f"alloc(count, g.{tname}))")
+            if written and buf.readonly:
+                raise InvalidArgument(f"{self.name}: {where} is read-only memory but the "
+                                      f"kernel writes it (pass a writable array)")
             return buf
 
         return pointer

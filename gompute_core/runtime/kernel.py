@@ -32,6 +32,26 @@ _DEFAULT_ROLE = {
 }
 
 
+_RUN_ARGUMENTS = {
+    "map": ("data", "p"), "map_indexed": ("data", "p"), "map_to": ("inp", "out", "p"),
+    "zip": ("a", "b", "out", "p"), "reduce": ("data", "p"), "gather": ("src", "idx", "out"),
+    "scatter": ("src", "idx", "out"),
+}
+"""``run``'s positional arguments per kind (``p`` may be omitted)."""
+
+
+def _arity_error(kind: str, got: int) -> InvalidArgument | None:
+    """The refusal of ``run`` called with ``got`` positional arguments, or None when a
+    ``kind`` kernel takes that many."""
+    names = _RUN_ARGUMENTS[kind]
+    least = len(names) - (names[-1] == "p")
+    if least <= got <= len(names):
+        return None
+    optional = " (p may be left out when the spec has no params)" if least < len(names) else ""
+    return InvalidArgument(f"run: a {kind} kernel takes ({', '.join(names)}){optional}, got "
+                           f"{got} argument{'s' * (got != 1)}")
+
+
 def capability_gap(info: BackendInfo, spec: Spec) -> str:
     """Why ``info``'s backend cannot run ``spec`` (kind or value type), or ``""``."""
     if spec.kind not in info.kinds:
@@ -161,7 +181,13 @@ class Kernel:
         ``__array_interface__`` (CuPy, torch, numba, JAX): device arrays are
         used in place, stream-ordered with their producer (``docs/interop.md``).
         """
-        return self._run(*args)
+        try:
+            return self._run(*args)
+        except TypeError:
+            wrong = _arity_error(self.spec.kind, len(args))
+            if wrong is None:
+                raise  # the call had the right shape: an error inside
+            raise wrong from None
 
     def close(self) -> None:
         """Free the buffers ``run`` keeps; later calls raise ``InvalidArgument`` (idempotent)."""
