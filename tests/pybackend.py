@@ -27,7 +27,6 @@ import numpy as np
 
 from gompute_core.abi.pack import unpack
 from gompute_core.backend import (
-    PLUGIN_API_VERSION,
     ArgBuffer,
     Artifact,
     Availability,
@@ -276,7 +275,7 @@ class PyBackend:
     """The test plugin; every knob is a constructor argument."""
 
     def __init__(self, name: str = "pytest", *, priority: int = 50, available: bool = True,
-                 reason: str = "", compile_error: str = "", api_version: int = PLUGIN_API_VERSION,
+                 reason: str = "", compile_error: str = "", api_version: int = 2,
                  probe_error: str = "", unsupported_types: tuple[str, ...] = (),
                  host_memory: bool = True, devices: int = 1) -> None:
         self.name, self.priority, self.available, self.reason = name, priority, available, reason
