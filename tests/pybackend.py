@@ -242,6 +242,10 @@ class PackedPyDevice(PyDevice):
         entry = super()._load(artifact, kernel, args)
         return PackedPyEntry(entry.spec, args, self, self.params_converter(kernel))
 
+    def pinned(self, shape: Any, dtype: Any = np.uint8) -> np.ndarray:
+        """Host memory is all this device has: an ordinary array is as fast as any."""
+        return np.empty(shape, dtype)
+
     def pin(self, host: np.ndarray) -> bool:
         """Host memory is all this device has: nothing to lock."""
         return True
