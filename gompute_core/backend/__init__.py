@@ -51,7 +51,7 @@ if TYPE_CHECKING:  # at run time the SDK's classes load on first use (a plugin's
         raw_arg_layout,
     )
     from .buffer import Buffer
-    from .compiler import Built, Compiler, compile_kernel
+    from .compiler import Built, Compiler, backend_identity, compile_kernel
     from .device import CAPABILITIES, CAPABILITY_METHODS, Device, Launcher, RawLauncher
     from .launch_params import ParamsCache
     from .pinning import HostPinning, pinned_array
@@ -62,7 +62,8 @@ _LAZY = {
     "ArgBuffer": "args", "ArgLayout": "args", "Slot": "args", "arg_layout": "args",
     "has_params": "args", "RawArgBuffer": "args", "raw_arg_layout": "args",
     "Buffer": "buffer", "Built": "compiler", "Compiler": "compiler",
-    "compile_kernel": "compiler", "CAPABILITIES": "device", "CAPABILITY_METHODS": "device",
+    "compile_kernel": "compiler", "backend_identity": "compiler",
+    "CAPABILITIES": "device", "CAPABILITY_METHODS": "device",
     "Device": "device", "Launcher": "device", "RawLauncher": "device",
     "ParamsCache": "launch_params", "HostPinning": "pinning", "pinned_array": "pinning",
     "cache_root": "storage", "private_cache_dir": "storage", "warn_dropped": "storage",
@@ -86,7 +87,7 @@ __all__ = [
     "PLUGIN_API_VERSION", "Artifact", "Availability", "BackendInfo", "CompileRequest",
     "DeviceInfo", "hookimpl",
     # the compiler
-    "Built", "Compiler", "compile_kernel",
+    "Built", "Compiler", "backend_identity", "compile_kernel",
     # the device, its buffers and queues
     "CAPABILITIES", "CAPABILITY_METHODS", "Buffer", "Device", "Event", "Graph", "GraphExec",
     "ImmediateEvent", "ImmediateStream", "Launcher", "RawLauncher", "Stream",
