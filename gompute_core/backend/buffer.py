@@ -237,6 +237,10 @@ class Buffer(Exports, ABC):
             self._release()
         self.keep = None
 
+    def close(self) -> None:
+        """The SDK's common name for :meth:`free` (every device object has ``close``)."""
+        self.free()
+
     def __repr__(self) -> str:
         state = "freed" if self._freed else f"at {self.addr:#x}"
         kind = "" if self.owned else " borrowed"

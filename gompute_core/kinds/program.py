@@ -27,12 +27,12 @@ import numpy as np
 
 from ..backend.args import ArgBuffer, arg_layout
 from ..backend.buffer import Buffer
+from ..backend.launch_params import ParamsCache
 from ..codegen.entries import UNROLL
 from ..errors import InvalidArgument
 from ..ir.kernel import KernelIR
 from ..plugins.records import Artifact
 from ..runtime import checks
-from ..runtime.launch_params import ParamsCache
 from .foreign import PROBES, launch_operand, probed_operand
 
 if TYPE_CHECKING:

@@ -17,14 +17,15 @@ from typing import Any
 import numpy as np
 
 from gompute_core.backend import (
+    ArgBuffer,
     Artifact,
     Buffer,
     Device,
     ImmediateEvent,
     ImmediateStream,
+    RawArgBuffer,
     Stream,
 )
-from gompute_core.backend.args import ArgBuffer, RawArgBuffer
 from gompute_core.errors import ModuleLoadFailed
 from gompute_core.ir.kernel import KernelIR
 
