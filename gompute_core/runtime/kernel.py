@@ -17,7 +17,7 @@ import numpy as np
 
 from ..errors import BackendUnavailable, GomputeWarning, InvalidArgument, Unsupported
 from ..ir.kernel import KernelIR
-from ..kinds.program import MAX_REDUCE_BLOCKS
+from ..kinds.reduce import MAX_REDUCE_BLOCKS
 from ..kinds.run import Runner
 from ..plugins import manager
 from ..plugins.records import Artifact, BackendInfo, CompileRequest
@@ -25,11 +25,6 @@ from ..specs import Spec
 from ..types import short_name
 from . import checks
 from .compile import find_prebuilt
-
-_DEFAULT_ROLE = {
-    "map": "T", "map_indexed": "T", "reduce": "T", "gather": "T", "scatter": "T",
-    "map_to": "Out", "zip": "Out",
-}
 
 
 def _closed(*args: Any, **kwargs: Any) -> Any:
@@ -60,6 +55,8 @@ class Kernel:
     kernel_ir: KernelIR
     artifact: Artifact
     launch: Any
+    checks = checks
+    """The argument checks the kinds' ``run`` front ends use (``runtime.checks``)."""
 
     def __init__(self, spec: Spec, backend: str, device: int = 0, *,
                  artifact_dir: str | None = None) -> None:
@@ -92,7 +89,7 @@ class Kernel:
         self._runner = Runner(program, spec)
         self._P = spec.params
         self._types = {role: np.dtype(t) for role, t in spec.value_types}
-        self._run = getattr(self, f"_run_{spec.kind}")
+        self._run = spec.kind_object.run(self)
         self._at = (device, program.stream)
         """What ``checks.array`` needs to take foreign arrays: the device and run's stream."""
         self._closed_flag = False
@@ -144,7 +141,7 @@ class Kernel:
         """
         self._check_open()
         n = checks.count(count)
-        role = role or _DEFAULT_ROLE[self.spec.kind]
+        role = role or self.spec.kind_object.default_role
         dtype = self._types.get(role)
         if dtype is None:
             raise InvalidArgument(f"role: a {self.spec.kind} kernel has no value type {role!r} "
@@ -189,68 +186,6 @@ class Kernel:
     def _check_open(self) -> None:
         if self._closed_flag:
             raise InvalidArgument("this kernel handle is closed")
-
-    # ----------------------------------------------------------------- per-kind runners
-    def _run_map(self, data: Any, p: Any = None) -> Any:
-        d = checks.array(data, "data", self._types["T"], True, self._at)
-        checks.params(p, self._P, self.spec.name)
-        if d.size:
-            self._runner.elementwise((d,), d.size, p)
-        return data
-
-    _run_map_indexed = _run_map
-
-    def _run_map_to(self, inp: Any, out: Any, p: Any = None) -> Any:
-        i = checks.array(inp, "inp", self._types["In"], False, self._at)
-        o = checks.array(out, "out", self._types["Out"], True, self._at)
-        checks.same_shape(inp, "inp", out, "out")
-        checks.no_partial_overlap(i, "inp", o, "out")
-        checks.params(p, self._P, self.spec.name)
-        if i.size:
-            self._runner.elementwise((i, o), i.size, p)
-        return out
-
-    def _run_zip(self, a: Any, b: Any, out: Any, p: Any = None) -> Any:
-        x = checks.array(a, "a", self._types["A"], False, self._at)
-        y = checks.array(b, "b", self._types["B"], False, self._at)
-        o = checks.array(out, "out", self._types["Out"], True, self._at)
-        checks.same_shape(a, "a", b, "b")
-        checks.same_shape(a, "a", out, "out")
-        checks.no_partial_overlap(x, "a", o, "out")
-        checks.no_partial_overlap(y, "b", o, "out")
-        checks.params(p, self._P, self.spec.name)
-        if x.size:
-            self._runner.elementwise((x, y, o), x.size, p)
-        return out
-
-    def _run_reduce(self, data: Any, p: Any = None) -> Any:
-        d = checks.array(data, "data", self._types["T"], False, self._at)
-        checks.params(p, self._P, self.spec.name)
-        if d.size == 0:
-            return self.spec.T(self.spec.identity)
-        return self._runner.reduce(d, p)
-
-    def _gather_scatter(self, src: Any, idx: Any, out: Any) -> tuple[np.ndarray, ...]:
-        s = checks.array(src, "src", self._types["T"], False, self._at)
-        i = checks.array(idx, "idx", self._types["Idx"], False, self._at)
-        o = checks.array(out, "out", self._types["T"], True, self._at)
-        checks.disjoint(s, "src", o, "out")
-        checks.disjoint(i, "idx", o, "out")
-        return s, i, o
-
-    def _run_gather(self, src: Any, idx: Any, out: Any) -> Any:
-        s, i, o = self._gather_scatter(src, idx, out)
-        checks.same_shape(idx, "idx", out, "out")
-        if i.size:
-            self._runner.move(s, i, o, i.size, s.size)
-        return out
-
-    def _run_scatter(self, src: Any, idx: Any, out: Any) -> Any:
-        s, i, o = self._gather_scatter(src, idx, out)
-        checks.same_shape(src, "src", idx, "idx")
-        if s.size and o.size:
-            self._runner.move(s, i, o, s.size, o.size)
-        return out
 
 
 class AutoKernel(Kernel):
