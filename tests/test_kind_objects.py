@@ -1,0 +1,133 @@
+"""Kinds as objects: the registry, a spec's kind object, and the core driven by it."""
+
+from __future__ import annotations
+
+import itertools
+import pickle
+
+import numpy as np
+import pytest
+from pybackend import PyBackend
+
+import gompute_core as g
+from gompute_core import kinds, specs
+from gompute_core.backend.args import arg_layout
+from gompute_core.errors import InvalidArgument
+from gompute_core.ir import kernel as ir_kernel
+from gompute_core.plugins import manager
+
+_ids = itertools.count()
+
+
+def uname(base: str = "ko") -> str:
+    """A spec name unused in this process."""
+    return f"{base}_{next(_ids)}"
+
+
+def twice(x):
+    return x * 2
+
+
+def plus(a, b):
+    return a + b
+
+
+def one_of_each() -> list[g.Spec]:
+    """A spec of every built-in kind."""
+    return [g.map(uname(), g.f32, None, twice), g.map_indexed(uname(), g.u32, None,
+                                                                lambda x, i: x + i),
+            g.map_to(uname(), g.i32, g.f64, None, twice),
+            g.zip(uname(), g.f32, g.f32, g.f32, None, plus),
+            g.reduce(uname(), g.i64, None, plus, 0), g.gather(uname(), g.f32, g.i32),
+            g.scatter(uname(), g.f32, g.i32)]
+
+
+def test_every_spec_carries_its_registered_kind() -> None:
+    made = one_of_each()
+    assert {s.kind for s in made} == set(kinds.kind_names())
+    for s in made:
+        k = s.kind_object
+        assert k is kinds.kind_named(s.kind)
+        assert isinstance(s.kind, str) and s.kind == k and k == s.kind  # equal to its name
+        assert hash(k) == hash(s.kind) and str(k) == s.kind
+        assert tuple(r for r, _ in s.value_types) == k.roles
+        assert s.lower().kind == s.kind
+
+
+def test_kind_lists_are_derived_from_the_registry() -> None:
+    assert ir_kernel.KINDS == kinds.kind_names()
+    assert ir_kernel.ENTRY_ARGS == {k.name: k.entry_args for k in kinds.kinds()}
+    with pytest.raises(AttributeError):
+        _ = ir_kernel.NO_SUCH_NAME
+
+
+def test_entry_layout_follows_the_kind() -> None:
+    for s in one_of_each():
+        layout = arg_layout(s.lower())
+        assert [(slot.name, slot.kind) for slot in layout.slots] == \
+            list(s.kind_object.entry_args)
+
+
+def test_unknown_kind_is_named() -> None:
+    with pytest.raises(InvalidArgument, match=r"no spec kind 'prefix'.*map"):
+        kinds.kind_named("prefix")
+
+
+def test_a_kind_name_registers_once() -> None:
+    with pytest.raises(InvalidArgument, match="registered twice"):
+        kinds.base.register(kinds.map.MapKind())
+
+
+def test_old_constructor_names_still_resolve() -> None:
+    assert specs.map is g.map is kinds.map.map
+    assert specs.sum is g.sum and specs.scatter is g.scatter
+    with pytest.raises(AttributeError):
+        _ = specs.no_such_constructor
+
+
+def test_defined_at_is_the_callers_line() -> None:
+    s = g.sum(uname(), g.f32)
+    assert s.defined_at.startswith(__file__ + ":")
+
+
+def test_fold_belongs_to_the_reduce_kind() -> None:
+    m = g.map(uname(), g.f32, None, twice)
+    with pytest.raises(InvalidArgument, match="is a map, not a reduce: no fold"):
+        m.fold(np.ones(3, np.float32))
+    r = g.reduce(uname(), g.i32, None, lambda a, b: a * 2 + b, 0)  # not commutative
+    parts = np.array([1, 2, 3], np.int32)
+    want = np.int32(0)
+    for x in parts:
+        want = np.int32(want * 2 + x)
+    assert r.fold(parts) == want == 11
+
+
+def test_a_kind_pickles_to_an_equal_kind() -> None:
+    again = pickle.loads(pickle.dumps(kinds.kind_named("zip")))
+    assert again == "zip" and again == kinds.ZIP and again.roles == ("A", "B", "Out")
+
+
+@pytest.mark.parametrize("host_memory", [True, False])
+def test_launch_and_run_are_the_kinds_front_ends(host_memory: bool) -> None:
+    """``Kernel.launch`` is the kind's front end bound to the program (no extra frame)
+    and ``run`` goes through the kind's host plan, on the reference backend."""
+    with manager.isolated():
+        manager.register(PyBackend("kindref", host_memory=host_memory))
+        spec = g.map(uname(), g.f32, None, twice)
+        with g.Kernel(spec, "kindref") as k:
+            assert k.launch.__self__ is k.program
+            assert k.launch.__func__ is kinds.map._launch_map
+            assert k.program.kind is spec.kind_object
+            data = np.arange(5, dtype=np.float32)
+            k.run(data)
+            np.testing.assert_array_equal(data, np.arange(5, dtype=np.float32) * 2)
+            buf = k.alloc(5)
+            buf.upload(data)
+            k.launch(buf, 5)
+            k.context.synchronize()
+            buf.download(data)
+            np.testing.assert_array_equal(data, np.arange(5, dtype=np.float32) * 4)
+            assert k.alloc(2).nbytes == 8  # default role T
+        zspec = g.map_to(uname(), g.i32, g.f64, None, twice)
+        with g.Kernel(zspec, "kindref") as k:
+            assert k.alloc(2).nbytes == 16  # map_to allocates Out by default
