@@ -69,6 +69,11 @@ _LAZY: dict[str, str] = {
     "all": "gompute_core.kinds.reduce:all",
     "gather": "gompute_core.kinds.move:gather",
     "scatter": "gompute_core.kinds.move:scatter",
+    "scan": "gompute_core.kinds.scan:scan",
+    "cumsum": "gompute_core.kinds.scan:cumsum",
+    "cumprod": "gompute_core.kinds.scan:cumprod",
+    "cummax": "gompute_core.kinds.scan:cummax",
+    "cummin": "gompute_core.kinds.scan:cummin",
     "Spec": "gompute_core.specs:Spec",
     # handles
     "Kernel": "gompute_core.runtime.kernel:Kernel",

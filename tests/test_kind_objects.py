@@ -43,7 +43,7 @@ def one_of_each() -> list[g.Spec]:
             g.map_to(uname(), g.i32, g.f64, None, twice),
             g.zip(uname(), g.f32, g.f32, g.f32, None, plus),
             g.reduce(uname(), g.i64, None, plus, 0), g.gather(uname(), g.f32, g.i32),
-            g.scatter(uname(), g.f32, g.i32)]
+            g.scatter(uname(), g.f32, g.i32), g.scan(uname(), g.i32, None, plus, 0)]
 
 
 def test_every_spec_carries_its_registered_kind() -> None:
@@ -145,8 +145,9 @@ def info(kinds_: tuple[str, ...] = (), features: tuple[str, ...] | None = None) 
 
 def test_features_decide_the_kinds() -> None:
     every = set(kinds.kind_names())
-    assert set(support.supported_kinds(info(features=("entries",)))) == every
+    assert set(support.supported_kinds(info(features=("entries",)))) == every - {"scan"}
     assert set(support.supported_kinds(info(features=("entries", "raw")))) == every | {"raw"}
+    assert support.supported_kinds(info(features=("raw",))) == ("scan", "raw")
     assert support.supported_kinds(info(features=())) == ()
     assert support.runs_raw(info(features=("raw",)))
 
@@ -158,7 +159,7 @@ def test_kind_names_alone_still_work_deprecated() -> None:
     assert support.supported_kinds(old) == ("map", "reduce")
     assert not support.runs(old, kinds.ZIP) and not support.runs_raw(old)
     assert support.backend_features(info(("map", "raw"))) == support.RAW_FEATURES
-    assert support.supported_kinds(info(("map", "raw"))) == ("map", "raw")
+    assert support.supported_kinds(info(("map", "raw"))) == ("map", "scan", "raw")
 
 
 def test_an_unknown_feature_is_named() -> None:
@@ -179,3 +180,44 @@ def test_a_backend_without_a_feature_refuses_the_kind() -> None:
         manager.register(NoFeatures("nofeat"))
         with pytest.raises(Unsupported, match="backend 'nofeat' does not support map kernels"):
             g.Kernel(g.map(uname(), g.f32, None, twice), "nofeat")
+
+
+# ---------------------------------------------------------------- the scan kind
+def test_scan_constructors_validate() -> None:
+    with pytest.raises(InvalidArgument, match=r"g.scan\('\w+'\): combine .* takes 1"):
+        g.scan(uname(), g.f32, None, twice, 0)
+    with pytest.raises(InvalidArgument, match="inclusive must be True or False"):
+        g.cumsum(uname(), g.f32, inclusive=1)
+    with pytest.raises(InvalidArgument, match="cannot be bool"):
+        g.cummax(uname(), bool)
+    with pytest.raises(InvalidArgument, match="does not fit i8"):
+        g.scan(uname(), g.i8, None, plus, 300)
+    s = g.cummin(uname(), g.u16, inclusive=False)
+    assert (s.kind, s.preset, s.identity, s.inclusive) == ("scan", "cummin", 65535, False)
+    assert g.cumprod(uname(), g.f64).identity == 1.0
+    assert g.cummax(uname(), g.f32).identity == float("-inf")
+
+
+def test_scan_reference_is_the_documented_order() -> None:
+    """The oracle: integers equal NumPy's scan; chunks and levels (32 per chunk below
+    2**21 elements) show in a float scan as the documented regrouping."""
+    from gompute_core.kinds.scan import levels, reference
+
+    assert levels(1) == ((1, 32, 1),)
+    assert levels(32 * 32 + 1) == ((1025, 32, 33), (33, 32, 2), (2, 32, 1))
+    x = np.arange(1, 2000, dtype=np.int32)
+    np.testing.assert_array_equal(reference(g.cumsum(uname(), g.i32), x), np.cumsum(x))
+    ex = reference(g.cumsum(uname(), g.i32, inclusive=False), x)
+    np.testing.assert_array_equal(ex, np.concatenate([[0], np.cumsum(x)[:-1]]))
+    f = np.full(70, 0.1, np.float32)
+    y = reference(g.cumsum(uname(), g.f32), f)
+    c0 = np.cumsum(f[:32], dtype=np.float32)[-1]   # chunk 0's total
+    local = np.cumsum(f[32:64], dtype=np.float32)  # chunk 1 folded from its own start
+    np.testing.assert_array_equal(y[32:64], (c0 + local).astype(np.float32))
+
+
+def test_a_backend_without_raw_kernels_refuses_a_scan() -> None:
+    with manager.isolated():
+        manager.register(PyBackend("noraw"))
+        with pytest.raises(Unsupported, match="backend 'noraw' does not support scan kernels"):
+            g.Kernel(g.cumsum(uname(), g.f32), "noraw")

@@ -77,11 +77,15 @@ class Kernel:
         kir = spec.lower()
         device = manager.open_device(backend, ordinal)
         device.check_arguments(kir)  # before compiling: the driver would refuse the launch
-        artifact = find_prebuilt(kir, backend, device.arch, artifact_dir)
-        if artifact is None:
-            artifact = manager.compile_artifact(
-                CompileRequest(backend=backend, kernel=kir, arch=device.arch))
-        program = device.program(artifact, kir)
+        program = spec.kind_object.open(device, spec)  # a kind with its own device program
+        if program is None:
+            artifact = find_prebuilt(kir, backend, device.arch, artifact_dir)
+            if artifact is None:
+                artifact = manager.compile_artifact(
+                    CompileRequest(backend=backend, kernel=kir, arch=device.arch))
+            program = device.program(artifact, kir)
+        else:
+            artifact = program.artifact
         self.spec, self.backend, self.ordinal = spec, backend, ordinal
         self.kernel_ir, self.artifact = kir, artifact
         self.device = device
@@ -173,6 +177,9 @@ class Kernel:
         self.launch = _closed
         self._run = _closed
         self._runner.close()
+        close = getattr(self.program, "close", None)
+        if close is not None:  # a kind's own program (scan) keeps scratch buffers
+            close()
 
     def __enter__(self) -> Kernel:
         return self
