@@ -218,6 +218,59 @@ def test_scan_reference_is_the_documented_order() -> None:
 
 def test_a_backend_without_raw_kernels_refuses_a_scan() -> None:
     with manager.isolated():
-        manager.register(PyBackend("noraw"))
+        manager.register(PyBackend("noraw", host_memory=False))  # features: entries only
         with pytest.raises(Unsupported, match="backend 'noraw' does not support scan kernels"):
             g.Kernel(g.cumsum(uname(), g.f32), "noraw")
+
+
+def affine_compose(f, h):
+    """``x -> a*x + b`` maps (packed ``a << 32 | b``) composed: associative, not
+    commutative."""
+    a1 = f >> 32
+    b1 = f & 0xFFFFFFFF
+    a2 = h >> 32
+    b2 = h & 0xFFFFFFFF
+    return (((a2 * a1) & 0xFFFFFFFF) << 32) | ((a2 * b1 + b2) & 0xFFFFFFFF)
+
+
+@g.params
+class Offset:
+    by: g.f32
+
+
+def minus(x, p):
+    return x - p.by
+
+
+@pytest.mark.parametrize("n", [1, 31, 33, 1025])
+def test_scan_on_the_reference_backend(n: int) -> None:
+    """The scan's core-generated raw kernels run on the reference backend too (its raw
+    kernels are the Python function, thread by thread): the documented order, bit for
+    bit, for a float cumsum with ``pre`` and params and for a non-commutative combine,
+    through ``run`` and ``launch``."""
+    from gompute_core.kinds.scan import reference
+
+    rng = np.random.default_rng(n)
+    with manager.isolated():
+        manager.register(PyBackend("scanref"))
+        fs = g.cumsum(uname(), g.f32, Offset, minus, inclusive=False)
+        x = rng.uniform(-2, 2, n).astype(np.float32)
+        with g.Kernel(fs, "scanref") as k:
+            got = x.copy()
+            k.run(got, Offset(by=0.25))
+            want = reference(fs, x, Offset(by=0.25))
+            np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+        aff = g.scan(uname(), g.u64, None, affine_compose, 1 << 32)
+        y = rng.integers(0, 2**64, n, dtype=np.uint64)
+        with g.Kernel(aff, "scanref") as k:
+            buf = k.alloc(n)
+            buf.upload(y)
+            k.launch(buf, n)
+            got = np.empty_like(y)
+            buf.download(got)
+        acc, want = None, []
+        with np.errstate(all="ignore"):
+            for v in y:
+                acc = v if acc is None else np.uint64(affine_compose(acc, v))
+                want.append(acc)
+        np.testing.assert_array_equal(got, np.array(want, np.uint64))

@@ -8,6 +8,9 @@ totals of every level live in scratch buffers the program keeps (grown on the
 first launch of a larger ``n``, freed by ``close``). ``run`` scans the caller's
 array in place: on a host-memory device and for a device array directly,
 otherwise through a device buffer (upload, scan, download).
+
+A host-memory device (capability ``host_memory``) scans the caller's array through
+``Device.borrow``.
 """
 
 from __future__ import annotations
@@ -136,8 +139,8 @@ class ScanProgram:
         n = data.size
         if type(data) is DeviceArray:
             self.enqueue(self.operand(original, n), n, p)
-        elif not self.device.packs_arguments:  # host memory: the caller's array itself
-            self.enqueue(self.operand(as_buffer(data, self.device.backend), n), n, p)
+        elif self.device.has("host_memory"):  # the caller's array itself
+            self.enqueue(self.operand(self.device.borrow(data), n), n, p)
         else:  # a host array on a device: through the program's data buffer
             with self._lock:
                 buf = self._data
