@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from ..backend.args import has_params
 from ..ir import nodes as ir
 from ..ir.kernel import KernelIR
+from ..kinds.base import UNROLL
 from ..types import is_signed
 from .cexpr import fn_name
 from .ctypes_ import mem_type, reg_type, size_of, struct_cname
@@ -26,7 +27,6 @@ from .ctypes_ import mem_type, reg_type, size_of, struct_cname
 if TYPE_CHECKING:
     from .renderer import CRenderer
 
-UNROLL = 4
 """Vectors each thread loads before computing (memory-level parallelism)."""
 
 
