@@ -19,6 +19,7 @@ from .errors import (
     CompileFailed,
     ContextFailed,
     CopyFailed,
+    DataRace,
     EventFailed,
     GomputeError,
     GomputeWarning,
@@ -30,6 +31,7 @@ from .errors import (
     LaunchFailed,
     ModuleLoadFailed,
     NoDevice,
+    OutOfBounds,
     SyncFailed,
     Unsupported,
     UnsupportedBackend,
@@ -102,9 +104,9 @@ _OPTIONAL: dict[str, str] = {
 __all__ = [
     "AbiError", "AllocFailed", "BackendUnavailable", "CacheUnsafe", "CaptureFailed",
     "CompileFailed",
-    "ContextFailed", "CopyFailed", "EventFailed", "GomputeError", "GomputeWarning",
+    "ContextFailed", "CopyFailed", "DataRace", "EventFailed", "GomputeError", "GomputeWarning",
     "GraphFailed", "InitFailed", "InvalidArgument", "KernelNotFound", "KernelSyntaxError",
-    "LaunchFailed", "ModuleLoadFailed", "NoDevice", "SyncFailed", "Unsupported",
+    "LaunchFailed", "ModuleLoadFailed", "NoDevice", "OutOfBounds", "SyncFailed", "Unsupported",
     "UnsupportedBackend", "last_driver_error",
     *_LAZY,
 ]
