@@ -14,6 +14,7 @@ from .errors import (
     AbiError,
     AllocFailed,
     BackendUnavailable,
+    BarrierDivergence,
     CacheUnsafe,
     CaptureFailed,
     CompileFailed,
@@ -102,7 +103,8 @@ _OPTIONAL: dict[str, str] = {
 }
 
 __all__ = [
-    "AbiError", "AllocFailed", "BackendUnavailable", "CacheUnsafe", "CaptureFailed",
+    "AbiError", "AllocFailed", "BackendUnavailable", "BarrierDivergence", "CacheUnsafe",
+    "CaptureFailed",
     "CompileFailed",
     "ContextFailed", "CopyFailed", "DataRace", "EventFailed", "GomputeError", "GomputeWarning",
     "GraphFailed", "InitFailed", "InvalidArgument", "KernelNotFound", "KernelSyntaxError",

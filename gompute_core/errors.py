@@ -129,6 +129,18 @@ class DataRace(GomputeError):
         self.__dict__.update(fields)
 
 
+class BarrierDivergence(GomputeError):
+    """A checked raw kernel on a backend that tracks it (the CPU) reached a ``barrier()``
+    with fewer than all the threads of a block (the others had returned); raised at the
+    next synchronization. Attributes: ``kernel``, ``where`` (the barrier's ``file:line``),
+    ``block``, ``arrived``, ``threads`` (the block's), ``returned_thread`` and
+    ``returned_where`` (the last thread that returned, and its ``return``)."""
+
+    def __init__(self, message: str, **fields: object) -> None:
+        super().__init__(message)
+        self.__dict__.update(fields)
+
+
 class AbiError(GomputeError, TypeError):
     """A params field that cannot cross to the device; the message names its path."""
 

@@ -14,12 +14,14 @@ the C family's and any third party's, runs it with no code of its own):
   0 from 0) writes the access's site, the index, the extent and the thread into the
   record, which the host reads at the next synchronization. The kernel goes on running:
   it never touches memory outside its arrays;
-* with ``races=True`` (a backend that runs the threads of a block one after another, the
+* with ``serial=True`` (a backend that runs the threads of a block one after another, the
   CPU) each shared array also gets three shadow arrays (:class:`ShadowType`) stamping the
   last writer and the first two readers of each element with the site, the thread and the
   *barrier interval* (a block counter bumped after every ``barrier()``): two threads
   writing, or one writing and another reading, one element in one interval is a data
-  race, recorded the same way.
+  race, recorded the same way. And every thread counts itself in before each
+  ``barrier()`` (a bare ``return`` stamps the returning thread and line): a barrier that
+  fewer than all the block's threads reached is recorded after it.
 
 Index expressions are evaluated twice (the check, then the access) when they are pure; an
 index that holds an atomic is first assigned to a new local where the access is evaluated
@@ -47,7 +49,7 @@ RECORD_WORDS = 12
 """Words of the fault record: 0 the fault's code (0: none), 1 the index (or element),
 2 the extent (or the other access's stamp), 3-5 ``block_id``, 6-8 ``local_id``, 9 the
 dimension (or the race's kind), 10-11 ``block_dim(0)``, ``block_dim(1)``."""
-BOUNDS, RACE = 0, 1
+BOUNDS, RACE, BARRIER = 0, 1, 2
 """Fault kinds (``code >> 32``)."""
 RACE_KINDS = ("write after write", "write after read", "read after write")
 """What word 9 of a race record means: this access, then the other thread's."""
@@ -79,7 +81,7 @@ class Site:
     (``file:line``), whose extents along each dimension are ``shape`` (None: passed at
     launch, a pointer's element count)."""
 
-    access: Literal["read", "write", "atomic"]
+    access: Literal["read", "write", "atomic", "barrier", "return"]
     array: str
     where: str
     shape: tuple[int, ...] | None
@@ -93,7 +95,7 @@ class Instrumented:
     kernel: KernelIR
     sites: tuple[Site, ...]
     extents: tuple[str, ...]
-    races: bool
+    serial: bool
 
 
 def _c(value: int, t: type = i64) -> ir.Const:
@@ -148,14 +150,14 @@ def _extents(base: ir.Var, extent_args: dict[str, ir.Var]) -> tuple[ir.Expr, ...
 
 
 class _Instrumenter:
-    def __init__(self, fn: ir.Function, races: bool) -> None:
+    def __init__(self, fn: ir.Function, serial: bool) -> None:
         names = {n for n, _ in (*fn.args, *fn.locals)}
         prefix = "ck_"
         while any(n.startswith(prefix) for n in names):
             prefix = "c" + prefix
         self.p = prefix
         self.fn = fn
-        self.races = races
+        self.serial = serial
         self.sites: list[Site] = []
         self.fault = ir.Var(f"{prefix}fault", FaultRecord(u64))
         self.extent_args = {n: ir.Var(f"{prefix}n_{n}", u64) for n, t in fn.args
@@ -163,19 +165,28 @@ class _Instrumenter:
         self.new_locals: list[tuple[str, ir.IRType]] = []
         self.shared = {n: t for n, t in fn.locals if isinstance(t, ir.SharedType)}
         self.shadows: dict[str, tuple[ir.Var, ir.Var, ir.Var]] = {}
-        if races:
+        self.cleared: list[tuple[ir.Var, int]] = []
+        """Checked mode's shared arrays, zeroed at the start of each block, and sizes."""
+        self.arrive = ir.Var(f"{prefix}arrive", ShadowType(i64, (2,)))  # type: ignore[arg-type]
+        """Barrier arrivals of the block so far, and the stamp of the last ``return``."""
+        if serial:
             for n, t in self.shared.items():
                 st = ShadowType(i64, (t.size,))  # type: ignore[arg-type]
                 trio = tuple(ir.Var(f"{prefix}{role}_{n}", st) for role in ("w", "r1", "r2"))
                 self.shadows[n] = trio  # type: ignore[assignment]
-                self.new_locals += [(v.name, st) for v in trio]
+                self.cleared += [(v, t.size) for v in trio]
+            if _holds(fn.body, ir.Barrier):
+                self.cleared.append((self.arrive, 2))
+            self.new_locals += [(v.name, v.type) for v, _ in self.cleared]
         self.epoch = ir.Var(f"{prefix}epoch", i64)  # type: ignore[arg-type]
         self.temps = 0
 
     # -- the fault record ---------------------------------------------------------------
-    def site(self, access: Literal["read", "write", "atomic"], base: ir.Expr, where: str,
+    def site(self, access: Literal["read", "write", "atomic", "barrier", "return"],
+             base: ir.Expr | None, where: str,
              shape: tuple[int, ...] | None) -> int:
-        self.sites.append(Site(access, _path(base), where or self.fn.source, shape))
+        array = "" if base is None else _path(base)
+        self.sites.append(Site(access, array, where or self.fn.source, shape))
         if len(self.sites) > _MAX_SITES:
             raise Unsupported(f"checked mode: kernel {self.fn.name!r} has more than "
                               f"{_MAX_SITES} array accesses")
@@ -369,9 +380,6 @@ class _Instrumenter:
             return [*hoist, ir.Assign(s.name, self.expr(s.value, hoist))]
         if isinstance(s, ir.Evaluate):
             return [*hoist, ir.Evaluate(self.expr(s.value, hoist))]
-        if isinstance(s, ir.Return):
-            value = None if s.value is None else self.expr(s.value, hoist)
-            return [*hoist, ir.Return(value)]
         if isinstance(s, ir.If):
             cond = self.expr(s.cond, hoist)
             return [*hoist, ir.If(cond, self.body(s.body), self.body(s.orelse))]
@@ -380,24 +388,42 @@ class _Instrumenter:
         if isinstance(s, ir.ForRange):
             start, stop, step = (self.expr(x, hoist) for x in (s.start, s.stop, s.step))
             return [*hoist, ir.ForRange(s.var, start, stop, step, self.body(s.body))]
-        if isinstance(s, ir.Barrier) and self.races:
-            return [s, ir.Assign(self.epoch.name, _bin("add", self.epoch, _c(1)))]
+        if isinstance(s, ir.Return) and self.serial and self.cleared:
+            stamp = self.stamp(self.site("return", None, s.where, None))
+            return [ir.Store(self.arrive, (_c(1),), stamp), s]
+        if isinstance(s, ir.Barrier) and self.serial:
+            return self.barrier(s)
         return [s]
 
+    def barrier(self, s: ir.Barrier) -> list[ir.Stmt]:
+        """Count the thread in, wait, open the next barrier interval, and check that every
+        thread of the block came (a thread that returned did not)."""
+        site = self.site("barrier", None, s.where, None)
+        threads = self.threads()
+        arrivals = ir.Load(self.arrive, (_c(0),), i64)  # type: ignore[arg-type]
+        before = _bin("mul", _bin("sub", self.epoch, _c(2)), threads)
+        came = _bin("sub", arrivals, before)
+        last_return = ir.Load(self.arrive, (_c(1),), i64)  # type: ignore[arg-type]
+        record = self.record((BARRIER << 32) | site, {1: _u(came), 2: _u(threads),
+                                                     9: _u(last_return)})
+        return [ir.Evaluate(ir.Atomic("add", self.arrive, (_c(0),), _c(1), None, i64)),  # type: ignore[arg-type]
+                s, ir.Assign(self.epoch.name, _bin("add", self.epoch, _c(1))),
+                ir.If(_cmp("ne", came, threads), (ir.Evaluate(record),), ())]
+
+    def threads(self) -> ir.Expr:
+        """The block's thread count."""
+        return _bin("mul", _bin("mul", _geo("block_dim", 0), _geo("block_dim", 1)),
+                    _geo("block_dim", 2))
+
     def prologue(self) -> list[ir.Stmt]:
-        """With races: clear the shadows (one grid-stride pass per block), a barrier, and
-        the first barrier interval."""
-        if not self.shadows:
-            return []
+        """With ``serial``: zero checked mode's shared arrays (one block-stride pass each),
+        a barrier, and the first barrier interval."""
         lid = _bin("sub", self.thread1(), _c(1))
-        threads = _bin("mul", _bin("mul", _geo("block_dim", 0), _geo("block_dim", 1)),
-                       _geo("block_dim", 2))
         k = ir.Var(f"{self.p}k", i64)  # type: ignore[arg-type]
         self.new_locals.append((k.name, i64))
-        out: list[ir.Stmt] = []
-        for name, trio in self.shadows.items():
-            clear = tuple(ir.Store(v, (k,), _c(0)) for v in trio)
-            out.append(ir.ForRange(k.name, lid, _c(self.shared[name].size), threads, clear))
+        out: list[ir.Stmt] = [
+            ir.ForRange(k.name, lid, _c(size), self.threads(), (ir.Store(v, (k,), _c(0)),))
+            for v, size in self.cleared]
         return [*out, ir.Barrier(), ir.Assign(self.epoch.name, _c(1))]
 
 
@@ -406,6 +432,20 @@ def _or_fault(ok: ir.Expr, fault: ir.Expr) -> ir.Expr:
 
 
 _EXPRS: tuple[type, ...] = get_args(ir.Expr)
+
+
+def _holds(obj: object, cls: type) -> bool:
+    """True when an IR node of class ``cls`` is in ``obj`` (a node or a tuple of them)."""
+    if isinstance(obj, cls):
+        return True
+    if isinstance(obj, tuple):
+        return any(_holds(o, cls) for o in obj)
+    if hasattr(obj, "__dataclass_fields__") and not isinstance(obj, _TYPES):
+        return any(_holds(getattr(obj, f), cls) for f in obj.__dataclass_fields__)
+    return False
+
+
+_TYPES = (ir.PointerType, ir.SharedType, ir.StructType, ir.ArrayType)
 
 
 def _holds_atomic(e: ir.Expr) -> bool:
@@ -425,20 +465,20 @@ def _children(e: ir.Expr) -> list[ir.Expr]:
     return out
 
 
-def instrument(kir: KernelIR, races: bool = False) -> Instrumented:
-    """``kir`` (a raw kernel) with every array access checked; ``races`` adds shared-memory
-    race tracking (only where a block's threads run one after another)."""
+def instrument(kir: KernelIR, serial: bool = False) -> Instrumented:
+    """``kir`` (a raw kernel) with every array access checked; ``serial`` adds shared-memory
+    race and barrier tracking (only where a block's threads run one after another)."""
     if kir.kind != RAW or not kir.functions:
         raise Unsupported(f"checked mode instruments raw kernels written in Python; "
                           f"{kir.name!r} is not one")
     fn = kir.functions[-1]
-    ins = _Instrumenter(fn, races)
+    ins = _Instrumenter(fn, serial)
     body = ins.body(fn.body)
-    if ins.shadows:
+    if ins.cleared:
         body = (*ins.prologue(), *body)
         ins.new_locals.append((ins.epoch.name, i64))  # type: ignore[arg-type]
     args = (*fn.args, *((v.name, v.type) for v in ins.extent_args.values()),
             (ins.fault.name, ins.fault.type))
     entry = replace(fn, args=args, locals=(*fn.locals, *ins.new_locals), body=body)
     checked = replace(kir, functions=(*kir.functions[:-1], entry))
-    return Instrumented(checked, tuple(ins.sites), tuple(ins.extent_args), races)
+    return Instrumented(checked, tuple(ins.sites), tuple(ins.extent_args), serial)

@@ -326,6 +326,8 @@ class Return:
     ``return`` of a raw kernel, which ends the calling thread)."""
 
     value: Expr | None
+    where: str = field(default="", compare=False, repr=False)
+    """"file:line" of a raw kernel's bare ``return``."""
 
 
 @dataclass(frozen=True)

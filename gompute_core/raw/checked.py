@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import DataRace, GomputeWarning, InvalidArgument, OutOfBounds, Unsupported
-from ..ir.checked import BOUNDS, RACE, RACE_KINDS, RECORD_WORDS, Instrumented, Site
+from ..errors import BarrierDivergence, DataRace, GomputeWarning, InvalidArgument, OutOfBounds, Unsupported
+from ..ir.checked import BARRIER, BOUNDS, RACE, RACE_KINDS, RECORD_WORDS, Instrumented, Site
 from ..ir.nodes import IRType, PointerType
 
 CHECKED_ENV = "GOMPUTE_CHECKED"
@@ -107,7 +107,7 @@ class FaultRecord:
         self.buffer.fill(0)
         raise self.error(words)
 
-    def error(self, w: list[int]) -> OutOfBounds | DataRace:
+    def error(self, w: list[int]) -> OutOfBounds | DataRace | BarrierDivergence:
         """The error a record's words describe."""
         kind, site = w[0] >> 32, self.sites[(w[0] & 0xFFFFFFFF) - 1]
         block, thread = (w[3], w[4], w[5]), (w[6], w[7], w[8])
@@ -122,16 +122,31 @@ class FaultRecord:
                 f"{at}; the access was not performed (a read gives 0)",
                 kernel=self.kernel, array=site.array, access=site.access, index=index,
                 extent=w[2], dim=w[9], where=site.where, block=block, thread=thread)
+        if kind == BARRIER:
+            returned = self.sites[(w[9] >> 43) - 1] if w[9] else None
+            who = _thread((w[9] & 0x7FF) - 1, w[10], w[11]) if returned else None
+            left = "" if returned is None else \
+                f"; thread {who} returned at {returned.where}"
+            return BarrierDivergence(
+                f"{site.where}: raw kernel {self.kernel!r}: barrier() reached by {w[1]} of "
+                f"the {w[2]} threads of block {block}{left} (every thread of a block must "
+                "reach each barrier)",
+                kernel=self.kernel, where=site.where, block=block, arrived=w[1],
+                threads=w[2], returned_thread=who,
+                returned_where=None if returned is None else returned.where)
         assert kind == RACE, kind
         other = w[2]
         other_site = self.sites[(other >> 43) - 1]
         other_thread = _thread((other & 0x7FF) - 1, w[10], w[11])
         race = RACE_KINDS[w[9]]
+        element: int | tuple[int, ...] = w[1]
+        if site.shape is not None and len(site.shape) == 2:
+            element = divmod(w[1], site.shape[1])
         return DataRace(
             f"{site.where}: raw kernel {self.kernel!r}: data race on shared array "
-            f"{site.array!r} element {w[1]} ({race}, between two barriers): {site.access} "
+            f"{site.array!r} element {element} ({race}, between two barriers): {site.access} "
             f"by thread {thread} at {site.where}, {other_site.access} by thread "
             f"{other_thread} at {other_site.where}, in block {block}",
-            kernel=self.kernel, array=site.array, element=w[1], kind=race, block=block,
+            kernel=self.kernel, array=site.array, element=element, kind=race, block=block,
             thread=thread, where=site.where, other_thread=other_thread,
             other_where=other_site.where)

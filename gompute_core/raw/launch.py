@@ -146,7 +146,7 @@ class RawKernel:
             if definition.source is not None:
                 checked_unavailable(definition.name, "C source", checked)
             elif want_checked(checked):
-                instrumented = instrument(kir, races=dev.has("serial_threads"))
+                instrumented = instrument(kir, serial=dev.has("serial_threads"))
                 kir = instrumented.kernel
             artifact = self._artifact(definition, kir, backend, dev.arch, artifact_dir)
         if _uses_f64_atomics(kir) and not dev.has("f64_atomics"):
