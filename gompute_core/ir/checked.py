@@ -167,8 +167,10 @@ class _Instrumenter:
         self.shadows: dict[str, tuple[ir.Var, ir.Var, ir.Var]] = {}
         self.cleared: list[tuple[ir.Var, int]] = []
         """Checked mode's shared arrays, zeroed at the start of each block, and sizes."""
-        self.arrive = ir.Var(f"{prefix}arrive", ShadowType(i64, (2,)))  # type: ignore[arg-type]
-        """Barrier arrivals of the block so far, and the stamp of the last ``return``."""
+        self.arrive = ir.Var(f"{prefix}arrive", ShadowType(i64, (3,)))  # type: ignore[arg-type]
+        """The block's arrivals at barriers entered in odd and in even barrier intervals
+        (two counters: a thread checks the barrier it passed while others may already count
+        themselves in at the next), and the stamp of the last ``return``."""
         if serial:
             for n, t in self.shared.items():
                 st = ShadowType(i64, (t.size,))  # type: ignore[arg-type]
@@ -176,7 +178,7 @@ class _Instrumenter:
                 self.shadows[n] = trio  # type: ignore[assignment]
                 self.cleared += [(v, t.size) for v in trio]
             if _holds(fn.body, ir.Barrier):
-                self.cleared.append((self.arrive, 2))
+                self.cleared.append((self.arrive, 3))
             self.new_locals += [(v.name, v.type) for v, _ in self.cleared]
         self.epoch = ir.Var(f"{prefix}epoch", i64)  # type: ignore[arg-type]
         self.temps = 0
@@ -390,7 +392,7 @@ class _Instrumenter:
             return [*hoist, ir.ForRange(s.var, start, stop, step, self.body(s.body))]
         if isinstance(s, ir.Return) and self.serial and self.cleared:
             stamp = self.stamp(self.site("return", None, s.where, None))
-            return [ir.Store(self.arrive, (_c(1),), stamp), s]
+            return [ir.Store(self.arrive, (_c(2),), stamp), s]
         if isinstance(s, ir.Barrier) and self.serial:
             return self.barrier(s)
         return [s]
@@ -400,13 +402,17 @@ class _Instrumenter:
         thread of the block came (a thread that returned did not)."""
         site = self.site("barrier", None, s.where, None)
         threads = self.threads()
-        arrivals = ir.Load(self.arrive, (_c(0),), i64)  # type: ignore[arg-type]
-        before = _bin("mul", _bin("sub", self.epoch, _c(2)), threads)
-        came = _bin("sub", arrivals, before)
-        last_return = ir.Load(self.arrive, (_c(1),), i64)  # type: ignore[arg-type]
+        # entered in interval e, counted in slot e % 2; after it (interval e + 1) the slot
+        # holds the arrivals of the (e + 1) // 2 barriers entered in intervals of e's parity
+        parity = _bin("bitand", self.epoch, _c(1))
+        after = _bin("bitand", _bin("sub", self.epoch, _c(1)), _c(1))
+        arrivals = ir.Load(self.arrive, (after,), i64)  # type: ignore[arg-type]
+        earlier = _bin("mul", _bin("sub", _bin("floordiv", self.epoch, _c(2)), _c(1)), threads)
+        came = _bin("sub", arrivals, earlier)
+        last_return = ir.Load(self.arrive, (_c(2),), i64)  # type: ignore[arg-type]
         record = self.record((BARRIER << 32) | site, {1: _u(came), 2: _u(threads),
                                                      9: _u(last_return)})
-        return [ir.Evaluate(ir.Atomic("add", self.arrive, (_c(0),), _c(1), None, i64)),  # type: ignore[arg-type]
+        return [ir.Evaluate(ir.Atomic("add", self.arrive, (parity,), _c(1), None, i64)),  # type: ignore[arg-type]
                 s, ir.Assign(self.epoch.name, _bin("add", self.epoch, _c(1))),
                 ir.If(_cmp("ne", came, threads), (ir.Evaluate(record),), ())]
 

@@ -1,9 +1,9 @@
 """Which values of a raw kernel differ between the threads of one block.
 
 A value is *varying* when it may differ between two threads of the same block:
-``local_id``/``global_id``, an atomic's old value (not one of checked mode's own
-records, :data:`~gompute_core.ir.checked.CHECK_STATE`, whose value is never used), and anything computed from a
-varying value or assigned under a varying condition. Everything else is
+``local_id``/``global_id``, an atomic's old value (not one on checked mode's own records,
+:data:`~gompute_core.ir.checked.CHECK_STATE`, whose value is never used), and anything
+computed from a varying value or assigned under a varying condition. Everything else is
 *uniform* (the same in every thread of the block: arguments, ``block_id``,
 ``block_dim``, ``grid_dim``, loads at uniform indices). The frontend rejects a
 ``barrier()`` under varying control; the CPU backend runs uniform statements

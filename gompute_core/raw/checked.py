@@ -17,7 +17,14 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import BarrierDivergence, DataRace, GomputeWarning, InvalidArgument, OutOfBounds, Unsupported
+from ..errors import (
+    BarrierDivergence,
+    DataRace,
+    GomputeWarning,
+    InvalidArgument,
+    OutOfBounds,
+    Unsupported,
+)
 from ..ir.checked import BARRIER, BOUNDS, RACE, RACE_KINDS, RECORD_WORDS, Instrumented, Site
 from ..ir.nodes import IRType, PointerType
 

@@ -23,6 +23,7 @@ from ..backend.args import RawArgBuffer, raw_arg_layout
 from ..backend.buffer import Buffer
 from ..errors import InvalidArgument, KernelNotFound, Unsupported
 from ..interop import as_buffer
+from ..ir.checked import instrument
 from ..ir.kernel import RAW, KernelIR
 from ..ir.nodes import Atomic, IRType, PointerType, SharedType, StructType
 from ..plugins import manager
@@ -30,10 +31,14 @@ from ..plugins.records import Artifact, CompileRequest
 from ..runtime.compile import find_prebuilt, find_prebuilt_raw
 from ..runtime.dim3 import Dim3
 from ..types import as_scalar_type, is_float, is_int, short_name
-from ..ir.checked import instrument
 from .binding import PackedBinder
-from .checked import FaultRecord, checked_arguments, checked_slots, checked_unavailable, \
-    want_checked
+from .checked import (
+    FaultRecord,
+    checked_arguments,
+    checked_slots,
+    checked_unavailable,
+    want_checked,
+)
 from .kernel import RawKernelDef, block_shape, define_source
 
 __all__ = ["RawKernel", "raw_kernel_by_name", "resolve"]
