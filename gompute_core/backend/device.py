@@ -67,7 +67,7 @@ RawLauncher = Callable[[tuple[int, int, int], tuple[int, int, int], int, "Stream
 the current args (grid and block as ``(x, y, z)``, already checked by the core)."""
 
 CAPABILITIES = frozenset({"streams", "events", "graphs", "pinned_memory", "host_memory",
-                          "f64_atomics"})
+                          "f64_atomics", "serial_threads"})
 """Every capability name a device may declare."""
 
 MAX_ALLOC_BYTES = 1 << 56

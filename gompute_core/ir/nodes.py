@@ -126,6 +126,9 @@ class Index:
     base: Expr
     index: Expr
     type: IRType
+    where: str = field(default="", compare=False, repr=False)
+    """"file:line" of the access in the kernel's source, for checked mode's reports (kept
+    out of repr/eq, as :attr:`Function.source`, so the IR digest ignores it)."""
 
 
 @dataclass(frozen=True)
@@ -237,6 +240,9 @@ class Load:
     base: Var
     index: tuple[Expr, ...]
     type: ScalarType
+    where: str = field(default="", compare=False, repr=False)
+    """"file:line" of the access in the kernel's source, for checked mode's reports (kept
+    out of repr/eq, as :attr:`Function.source`, so the IR digest ignores it)."""
 
 
 @dataclass(frozen=True)
@@ -252,6 +258,9 @@ class Atomic:
     value: Expr
     compare: Expr | None
     type: ScalarType
+    where: str = field(default="", compare=False, repr=False)
+    """"file:line" of the access in the kernel's source, for checked mode's reports (kept
+    out of repr/eq, as :attr:`Function.source`, so the IR digest ignores it)."""
 
 
 Expr: TypeAlias = (
@@ -317,6 +326,8 @@ class Return:
     ``return`` of a raw kernel, which ends the calling thread)."""
 
     value: Expr | None
+    where: str = field(default="", compare=False, repr=False)
+    """"file:line" of a raw kernel's bare ``return``."""
 
 
 @dataclass(frozen=True)
@@ -327,12 +338,18 @@ class Store:
     base: Var
     index: tuple[Expr, ...]
     value: Expr
+    where: str = field(default="", compare=False, repr=False)
+    """"file:line" of the access in the kernel's source, for checked mode's reports (kept
+    out of repr/eq, as :attr:`Function.source`, so the IR digest ignores it)."""
 
 
 @dataclass(frozen=True)
 class Barrier:
     """``barrier()``: every thread of the block waits here; memory written before it (global
     and shared) is visible to the block after it. Reached under uniform control only."""
+
+    where: str = field(default="", compare=False, repr=False)
+    """"file:line" of the ``barrier()`` call."""
 
 
 @dataclass(frozen=True)

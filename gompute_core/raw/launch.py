@@ -25,6 +25,7 @@ from ..backend.args import RawArgBuffer, raw_arg_layout
 from ..backend.buffer import Buffer
 from ..errors import InvalidArgument, KernelNotFound, Unsupported
 from ..interop import as_buffer
+from ..ir.checked import instrument
 from ..ir.kernel import KernelIR
 from ..ir.nodes import Atomic, IRType, PointerType, SharedType, Store, StructType
 from ..kinds.support import runs_raw, supported_kinds
@@ -34,6 +35,13 @@ from ..runtime.compile import find_prebuilt, find_prebuilt_raw
 from ..runtime.dim3 import Dim3
 from ..types import as_scalar_type, is_float, is_int, short_name
 from .binding import PackedBinder
+from .checked import (
+    FaultRecord,
+    checked_arguments,
+    checked_slots,
+    checked_unavailable,
+    want_checked,
+)
 from .kernel import RawKernelDef, block_shape, define_source
 
 __all__ = ["RawKernel", "raw_kernel_by_name", "resolve"]
@@ -119,10 +127,13 @@ class RawKernel:
     ``$GOMPUTE_ARTIFACT_DIR``). ``launch(grid, block, args, shared_bytes=0,
     stream=None)`` enqueues one launch; ``synchronize()`` waits for it. Threads may share
     a handle: a lock makes storing the arguments and launching one step.
+    ``checked=True`` (default: ``$GOMPUTE_CHECKED``) loads the kernel in checked mode
+    (:mod:`gompute_core.raw.checked`): ``synchronize()`` then raises ``OutOfBounds`` or
+    ``DataRace`` for the first fault since the last one.
     """
 
     def __init__(self, kernel: Any, backend: str, device: int = 0, *,
-                 artifact_dir: str | None = None) -> None:
+                 artifact_dir: str | None = None, checked: bool | None = None) -> None:
         if not isinstance(backend, str):
             raise InvalidArgument(f"backend: expected a backend name, got {backend!r}")
         info = manager.require(backend).info
@@ -131,11 +142,13 @@ class RawKernel:
                               f"{', '.join(supported_kinds(info))})")
         definition = resolve(kernel)
         dev = manager.open_device(backend, device)
+        instrumented = None
         if isinstance(definition, str):
             found = find_prebuilt_raw(definition, backend, dev.arch, artifact_dir)
             if found is None:
                 raise _not_found(definition, backend)
             artifact, kir, signature = found
+            checked_unavailable(definition, "a prebuilt artifact", checked)
             bounds: tuple[tuple[str, str], ...] = ()
             params_class = None
         else:
@@ -145,6 +158,11 @@ class RawKernel:
             kir = definition.lower()
             signature, bounds = definition.signature, definition.bounds
             params_class = definition.params_class
+            if definition.source is not None:
+                checked_unavailable(definition.name, "C source", checked)
+            elif want_checked(checked):
+                instrumented = instrument(kir, serial=dev.has("serial_threads"))
+                kir = instrumented.kernel
             artifact = self._artifact(definition, kir, backend, dev.arch, artifact_dir)
         f64_atomics, self._written = _memory_use(kir)
         if f64_atomics and not dev.has("f64_atomics"):
@@ -153,11 +171,15 @@ class RawKernel:
         self.name, self.backend, self.ordinal = kir.name, backend, device
         self.device, self.kernel_ir, self.artifact = dev, kir, artifact
         self.signature: tuple[tuple[str, IRType], ...] = signature
+        self.checked = instrumented is not None
+        slots = signature if instrumented is None else checked_slots(instrumented)
+        self._slots = slots
+        """The entry's arguments: the signature's, then checked mode's (extents, record)."""
         self.block: tuple[int, int, int] | None = kir.block
         self._params_class = params_class
         self._static_shared = _static_shared_bytes(kir)
-        self.args = RawArgBuffer(raw_arg_layout(signature))
-        self._convert = [self._converter(k, name, t) for k, (name, t) in enumerate(signature)]
+        self.args = RawArgBuffer(raw_arg_layout(slots))
+        self._convert = [self._converter(k, name, t) for k, (name, t) in enumerate(slots)]
         self._bounds = [(self._index(p), self._index(n), p, n) for p, n in bounds]
         self._geometry: dict[tuple[Any, ...], tuple[Any, Any, int]] = {}
         """Launch shapes already checked, keyed by value and type (``True == 1`` and
@@ -171,14 +193,18 @@ class RawKernel:
             kinds = ["params" if isinstance(t, StructType) else
                      ("written" if name in self._written else "pointer")
                      if isinstance(t, PointerType) else "scalar"
-                     for name, t in signature]
+                     for name, t in slots]
             types = [np.dtype(t.elem) if isinstance(t, PointerType) else t
-                     for _, t in signature]
+                     for _, t in slots]
             self._bind = PackedBinder(kinds, self._convert, types, dev, self.args,
                                       self._check_bounds if self._bounds else None).bind
         elif params_class is not None:
             self._params_of = dev.params_converter(kir)
         self._launcher = dev._load_raw(artifact, kir, self.args)
+        self._faults: FaultRecord | None = None
+        if instrumented is not None:
+            self._faults = FaultRecord(self.name, dev, instrumented.sites)
+            self.launch = self._launch_checked  # type: ignore[method-assign]
 
     @staticmethod
     def _artifact(definition: RawKernelDef, kir: KernelIR, backend: str, arch: str,
@@ -346,7 +372,7 @@ class RawKernel:
             self._check_bounds(values)
         a = self.args
         host, params = [], None
-        for v, (_, t) in zip(values, self.signature, strict=True):
+        for v, (_, t) in zip(values, self._slots, strict=True):
             if isinstance(t, StructType):
                 params = self._params_of(v)
             elif isinstance(t, PointerType):
@@ -356,9 +382,21 @@ class RawKernel:
         a.values = tuple(host)
         a.params = params
 
+    def _launch_checked(self, grid: Any, block: Any, args: Sequence[Any],
+                        shared_bytes: int = 0, stream: Any = None) -> None:
+        """:meth:`launch` in checked mode: the user's arguments, then each pointer's element
+        count and the fault record."""
+        assert self._faults is not None
+        RawKernel.launch(self, grid, block, checked_arguments(self, args, self._faults),
+                         shared_bytes, stream)
+
     def synchronize(self) -> None:
-        """Wait for all work on the device; a device fault raises ``SyncFailed``."""
+        """Wait for all work on the device; a device fault raises ``SyncFailed``, and in
+        checked mode the first fault of the kernel since the last synchronization raises
+        ``OutOfBounds`` or ``DataRace``."""
         self.device.synchronize()
+        if self._faults is not None:
+            self._faults.raise_if_set()
 
     @property
     def source(self) -> str:

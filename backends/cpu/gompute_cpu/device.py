@@ -75,7 +75,7 @@ class CpuDevice(Device):
     """The host CPU as a Gompute device (ordinal 0)."""
 
     backend = "cpu"
-    capabilities = frozenset({"host_memory", "streams", "events", "f64_atomics"})
+    capabilities = frozenset({"host_memory", "streams", "events", "f64_atomics", "serial_threads"})
     packs_arguments = False
     ordinal = 0
     dlpack_device_type = 1  # kDLCPU: buffers export DLPack and the array interface
