@@ -79,7 +79,11 @@ class RawRenderer(FunctionRenderer):
         self.in_thread = False
         self.loop_depth = 0
         self.shared = [(name, t) for name, t in fn.locals if isinstance(t, ir.SharedType)]
-        self.types_by_name = dict([*fn.args, *fn.locals])
+        self.lowered = [local for p in self.plan.phases if p.lockstep is not None
+                        for local in p.lockstep.locals]
+        """The variables of ``for`` loops lowered to ``while`` loops for lockstep."""
+        self.types_by_name = dict([*fn.args, *fn.locals, *self.lowered])
+        self.types.update(self.lowered)
 
     # storage -----------------------------------------------------------------------------
 
@@ -371,7 +375,7 @@ class RawRenderer(FunctionRenderer):
             self.emit(1, "_done[:] = False")
         if any(holds(p.stmts, ir.Return) for p in self.plan.phases):
             self.emit(1, "_ret = False")
-        for name, t in fn.locals:
+        for name, t in [*fn.locals, *self.lowered]:
             if not isinstance(t, ir.SharedType) and name not in self.plan.arrays:
                 if is_aggregate(t):
                     raise Unsupported(f"{fn.source}: a params-record local in a raw kernel")
