@@ -19,9 +19,11 @@ The module a raw :class:`~gompute_core.ir.kernel.KernelIR` becomes defines:
 
 ``A...`` are the kernel's arguments in signature order, a params record as its leaves
 (:mod:`.params`): pointers as 1-D arrays of their element type, scalars as NumPy
-scalars. Geometry: ``local_id(d)`` is ``_tx/_ty/_tz``, ``block_id(d)`` ``_b0/_b1/_b2``,
-``block_dim``/``grid_dim`` the launch's, ``global_id(d)`` =
-``block_id(d) * block_dim(d) + local_id(d)``, all ``int64``. A declared block shape
+scalars. A ``k_block`` of more than 30 parameters takes them as one tuple
+(:func:`~.render.call`), so a kernel may have any number of arguments. Geometry:
+``local_id(d)`` is ``_tx/_ty/_tz``, ``block_id(d)`` ``_b0/_b1/_b2``, ``block_dim``/
+``grid_dim`` the launch's, ``global_id(d)`` = ``block_id(d) * block_dim(d) +
+local_id(d)``, all ``int64``. A declared block shape
 becomes constants (the launch is checked against it). Loads and stores index the
 arrays directly (2-D shared arrays are flat, row-major); atomics call the hardware
 atomics of :mod:`.atomics`, so blocks running on different cores update global
@@ -54,7 +56,7 @@ from .fission import (
 )
 from .kernels import assemble
 from .params import is_aggregate
-from .render import FunctionRenderer, arg_names, const, tname, var
+from .render import FunctionRenderer, arg_names, call, const, define, tname, var
 
 _AXES = "xyz"
 _GEOMETRY_NAMES = ("_GX", "_GY", "_GZ", "_BX", "_BY", "_BZ")
@@ -353,8 +355,8 @@ class RawRenderer(FunctionRenderer):
         scratch = [name for name, _ in self.scratch()]
         self.emit(0, "_NONNEGATIVE = np.int64(0x7FFFFFFFFFFFFFFF)\n\n")
         self.emit(0, "@njit(inline=\"always\", **_OPT)")
-        self.emit(0, f"def k_block(_b0, _b1, _b2, {', '.join(_GEOMETRY_NAMES)}, "
-                     f"{', '.join([*scratch, *arg_names(fn)])}):")
+        self.lines.extend(define("k_block", ["_b0", "_b1", "_b2", *_GEOMETRY_NAMES,
+                                             *scratch, *arg_names(fn)]))
         # Clearing the sign bit of the (never negative) block index and launch shape lets
         # LLVM prove that indices built from them are not negative, so numba's
         # negative-index wraparound folds away and phases vectorize (4x on the block sum
@@ -389,8 +391,8 @@ class RawRenderer(FunctionRenderer):
         args = ", ".join(arg_names(self.fn))
         scratch = self.scratch()
         allocs = "".join(f"        {name} = {alloc}\n" for name, alloc in scratch)
-        call = ", ".join(["_b0, _b1, _b2", geometry, *(n for n, _ in scratch),
-                          *([args] if args else [])])
+        block = call("k_block", ["_b0", "_b1", "_b2", *_GEOMETRY_NAMES,
+                                 *(n for n, _ in scratch), *arg_names(self.fn)])
         out = []
         for name, opts, loop in (("k_serial", "_OPT", "range"),
                                  ("k_parallel", "_PAR", "prange")):
@@ -403,7 +405,7 @@ class RawRenderer(FunctionRenderer):
                 f"        _b1 = (_lo // _GX) % _GY\n"
                 f"        _b2 = _lo // (_GX * _GY)\n"
                 f"        for _b in range(_lo, (_c + 1) * _nb // _chunks):\n"
-                f"            k_block({call})\n"
+                f"            {block}\n"
                 f"            _b0 += 1\n"
                 f"            if _b0 == _GX:\n"
                 f"                _b0 = np.int64(0)\n"
