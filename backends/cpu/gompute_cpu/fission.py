@@ -197,6 +197,25 @@ class Plan:
                 todo.extend(n for n in names_in(self.remat[name]) if n in self.remat)
         return [n for n in self.remat if n in need]
 
+    def flat(self) -> Phase | None:
+        """The kernel's one phase when its threads never meet, so that they may run as one
+        flat loop (:func:`~.raw.render_raw_module`'s ``k_flat``): no shared memory, no
+        barrier, no lockstep loop, and no block statement but assignments ahead of the
+        phase that depend on neither the block index nor memory (run once per launch)."""
+        if len(self.phases) != 1 or any(isinstance(t, ir.SharedType) for _, t in self.fn.locals):
+            return None
+        phase = self.phases[0]
+        if phase.lockstep is not None or self.items[-1] is not phase:
+            return None
+        for item in self.items[:-1]:
+            if not isinstance(item, ir.Assign) or holds(item.value, ir.Load, ir.Atomic,
+                                                         ir.CallFunction):
+                return None
+            if any(isinstance(node, ir.Geometry) and node.func == "block_id"
+                   for node in nodes_in(item.value)):
+                return None
+        return phase
+
 
 class _Planner:
     def __init__(self, fn: ir.Function, kernel: str) -> None:

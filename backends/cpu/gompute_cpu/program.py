@@ -115,16 +115,19 @@ class CpuEntry:
 class RawEntry:
     """A loaded raw kernel (:mod:`.raw`): calling it launches ``grid`` blocks of ``block``
     threads with ``args``'s values (signature order; the params leaves spliced in where
-    the record sits). Blocks run threaded (``k_parallel``, one contiguous range of blocks
-    per numba thread) when there are several blocks, more than one numba thread, and at
-    least ``GOMPUTE_CPU_PARALLEL_THRESHOLD / RAW_WORK_PER_THREAD`` threads in all (2048
-    by default); serially otherwise."""
+    the record sits). A launch of at least ``GOMPUTE_CPU_PARALLEL_THRESHOLD /
+    RAW_WORK_PER_THREAD`` threads in all (2048 by default) runs threaded: as one flat
+    parallel loop over the threads (``k_flat``) when the kernel's threads never meet and
+    the launch is 1-D, else with blocks in parallel (``k_parallel``, one contiguous range
+    of blocks per numba thread) when there are several blocks and more than one numba
+    thread. Others run serially."""
 
     def __init__(self, kernel: KernelIR, source: str, args: RawArgBuffer) -> None:
         self.kernel = kernel
         self.module = load_module(source, owner=self)
         self.args = args
         self.threshold = parallel_threshold() // RAW_WORK_PER_THREAD
+        self._flat = getattr(self.module, "k_flat", None)
         fn = kernel.functions[-1]
         self._params_at = -1
         """Where the params leaves go among the values (-1: the kernel takes no params)."""
@@ -157,9 +160,11 @@ class RawEntry:
             at = self._params_at
             values = (*values[:at], *(self.args.params or ()), *values[at:])
         blocks = grid[0] * grid[1] * grid[2]
-        threads = thread_count()
-        if blocks > 1 and threads > 1 and blocks * block[0] * block[1] * block[2] >= \
-                self.threshold:
+        if blocks * block[0] * block[1] * block[2] < self.threshold:
+            self.module.k_serial(*grid, *block, 1, *values)
+        elif self._flat is not None and grid[1] == grid[2] == block[1] == block[2] == 1:
+            self._flat(*grid, *block, *values)
+        elif blocks > 1 and (threads := thread_count()) > 1:
             self.module.k_parallel(*grid, *block, min(blocks, threads), *values)
         else:
             self.module.k_serial(*grid, *block, 1, *values)

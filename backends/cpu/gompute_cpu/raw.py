@@ -36,6 +36,8 @@ a phase that mentions it and restored at the start of each of its threads.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from gompute_core.errors import Unsupported
 from gompute_core.ir import nodes as ir
 from gompute_core.ir.kernel import KernelIR
@@ -80,6 +82,8 @@ class RawRenderer(FunctionRenderer):
         self.atomics: set[str] = set()
         self.in_thread = False
         self.loop_depth = 0
+        self.flat = False
+        """True while rendering ``k_flat``: the thread is ``_gx`` of a 1-D launch."""
         self.shared = [(name, t) for name, t in fn.locals if isinstance(t, ir.SharedType)]
         self.lowered = [local for p in self.plan.phases if p.lockstep is not None
                         for local in p.lockstep.locals]
@@ -116,6 +120,11 @@ class RawRenderer(FunctionRenderer):
 
     def visit_Geometry(self, e: ir.Geometry) -> str:
         axis = _AXES[e.dim]
+        if self.flat and e.func in ("local_id", "global_id", "block_id"):
+            if e.dim:
+                return "np.int64(0)"
+            return {"global_id": "_gx", "local_id": "(_gx % _BX)",
+                    "block_id": "(_gx // _BX)"}[e.func]
         if e.func == "local_id":
             return f"_t{axis}"
         if e.func == "global_id":
@@ -309,6 +318,15 @@ class RawRenderer(FunctionRenderer):
         self.statements(ls.suffix, inner + 2)
         self.in_thread = False
 
+    def thread_body(self, p: Phase, stmts: tuple[ir.Stmt, ...], depth: int) -> None:
+        """A thread's run of ``stmts`` of phase ``p`` (inside the loop over threads)."""
+        if any(isinstance(s, (ir.While, ir.ForRange)) and holds(s.body, ir.Return)
+               for s in nodes_in(stmts)):
+            self.emit(depth, "_ret = False")
+        self.thread_start(p, self.plan.preamble(p), depth)
+        self.block(stmts, depth)
+        self.in_thread = False
+
     def phase(self, p: Phase, depth: int) -> None:
         """One phase: a loop over the threads running its statements."""
         if p.lockstep is not None:
@@ -318,13 +336,7 @@ class RawRenderer(FunctionRenderer):
         flat = self.plan.done_flags or bool(uses & self.plan.arrays)
         self.save_uniform(p, depth)
         x_range, stmts = self.narrowed(p, depth)
-        depth = self.thread_loops(depth, flat, x_range)
-        if any(isinstance(s, (ir.While, ir.ForRange)) and holds(s.body, ir.Return)
-               for s in nodes_in(stmts)):
-            self.emit(depth, "_ret = False")
-        self.thread_start(p, self.plan.preamble(p), depth)
-        self.block(stmts, depth)
-        self.in_thread = False
+        self.thread_body(p, stmts, self.thread_loops(depth, flat, x_range))
 
     def items(self, items: list[Item], depth: int) -> None:
         """Render block-level items (``pass`` when none emits a line)."""
@@ -349,6 +361,51 @@ class RawRenderer(FunctionRenderer):
         if len(self.lines) == start:
             self.emit(depth, "pass")
 
+    def launch_shape(self, geometry: list[str]) -> None:
+        """The declared block shape as constants, and the sign bit cleared from the
+        (never negative) ``geometry`` values and the block shape given at launch: LLVM
+        then proves that indices built from them are not negative, so numba's
+        negative-index wraparound folds away and phases vectorize (4x on the block sum
+        with one element per thread)."""
+        block = self.kir.block
+        if block is not None:
+            for axis, size in zip(_AXES, block, strict=True):
+                self.emit(1, f"_B{axis.upper()} = np.int64({size})")
+        else:
+            geometry = [*geometry, "_BX", "_BY", "_BZ"]
+        for name in geometry:
+            self.emit(1, f"{name} = {name} & _NONNEGATIVE")
+
+    def scalar_locals(self, names: Iterable[str], depth: int) -> None:
+        """Start the scalar locals among ``names`` from zero (numba types a variable from
+        its first assignment, on every path)."""
+        for name in names:
+            t = self.types_by_name[name]
+            if not isinstance(t, ir.SharedType) and name not in self.plan.arrays:
+                if is_aggregate(t):
+                    raise Unsupported(f"{self.fn.source}: a params-record local in a raw kernel")
+                self.emit(depth, f"{var(name)} = {const(0, t)}")  # type: ignore[arg-type]
+
+    def render_flat(self, p: Phase) -> str:
+        """``k_flat``: a kernel whose threads never meet (:meth:`~.fission.Plan.flat`) as
+        one parallel loop over the threads of a 1-D launch (``_gx`` is
+        ``global_id(0)``). Its block statements run once, before the loop; each thread
+        starts its locals afresh (numba then keeps them private to the loop's
+        iterations)."""
+        self.flat = True
+        locals_ = [name for name, _ in [*self.fn.locals, *self.lowered]]
+        thread = [name for name in locals_ if name in self.plan.thread_vars]
+        self.emit(0, "@njit(**_PAR)")
+        self.emit(0, f"def k_flat({', '.join([*_GEOMETRY_NAMES, *arg_names(self.fn)])}):")
+        self.launch_shape(["_GX", "_GY", "_GZ"])
+        self.scalar_locals([name for name in locals_ if name not in thread], 1)
+        for item in self.plan.items[:-1]:
+            self.visit(item, 1)
+        self.emit(1, "for _gx in prange(_GX * _BX):")
+        self.scalar_locals(thread, 2)
+        self.thread_body(p, p.stmts, 2)
+        return "\n".join(self.lines) + "\n"
+
     def render_block(self) -> str:
         """The ``k_block`` function."""
         fn, block = self.fn, self.kir.block
@@ -357,18 +414,7 @@ class RawRenderer(FunctionRenderer):
         self.emit(0, "@njit(inline=\"always\", **_OPT)")
         self.lines.extend(define("k_block", ["_b0", "_b1", "_b2", *_GEOMETRY_NAMES,
                                              *scratch, *arg_names(fn)]))
-        # Clearing the sign bit of the (never negative) block index and launch shape lets
-        # LLVM prove that indices built from them are not negative, so numba's
-        # negative-index wraparound folds away and phases vectorize (4x on the block sum
-        # with one element per thread).
-        geometry = ["_b0", "_b1", "_b2", "_GX", "_GY", "_GZ"]
-        if block is not None:
-            for axis, size in zip(_AXES, block, strict=True):
-                self.emit(1, f"_B{axis.upper()} = np.int64({size})")
-        else:
-            geometry += ["_BX", "_BY", "_BZ"]
-        for name in geometry:
-            self.emit(1, f"{name} = {name} & _NONNEGATIVE")
+        self.launch_shape(["_b0", "_b1", "_b2", "_GX", "_GY", "_GZ"])
         for d, axis in enumerate(_AXES):
             self.emit(1, f"_g{d} = _b{d} * _B{axis.upper()}")
             if block is not None and block[d] == 1:
@@ -377,11 +423,7 @@ class RawRenderer(FunctionRenderer):
             self.emit(1, "_done[:] = False")
         if any(holds(p.stmts, ir.Return) for p in self.plan.phases):
             self.emit(1, "_ret = False")
-        for name, t in [*fn.locals, *self.lowered]:
-            if not isinstance(t, ir.SharedType) and name not in self.plan.arrays:
-                if is_aggregate(t):
-                    raise Unsupported(f"{fn.source}: a params-record local in a raw kernel")
-                self.emit(1, f"{var(name)} = {const(0, t)}")  # type: ignore[arg-type]
+        self.scalar_locals([name for name, _ in [*fn.locals, *self.lowered]], 1)
         self.items(self.plan.items, 1)
         return "\n".join(self.lines) + "\n"
 
@@ -422,9 +464,14 @@ def render_raw_module(kir: KernelIR) -> str:
     helpers: set[tuple[str, ScalarType]] = set()
     sources = [FunctionRenderer(fn, helpers).render() for fn in kir.functions[:-1]]
     renderer = RawRenderer(kir, helpers)
-    block = renderer.render_block()
-    entries = renderer.render_entries()
+    parts = [renderer.render_block(), renderer.render_entries()]
+    atomics = renderer.atomics
+    flat = renderer.plan.flat()
+    if flat is not None:
+        flat_renderer = RawRenderer(kir, helpers)
+        parts.append(flat_renderer.render_flat(flat))
+        atomics |= flat_renderer.atomics
     imports = [f"from gompute_cpu.atomics import atomic_{op} as _atomic_{op}"
-               for op in sorted(renderer.atomics)]
-    parts = ["\n".join(imports)] if imports else []
-    return assemble(kir, helpers, [*parts, *sources, block, entries])
+               for op in sorted(atomics)]
+    return assemble(kir, helpers, [*(["\n".join(imports)] if imports else []), *sources,
+                                   *parts])
