@@ -15,7 +15,10 @@ The module a raw :class:`~gompute_core.ir.kernel.KernelIR` becomes defines:
   same over ``prange``): the blocks in ``_chunks`` contiguous ranges (x fastest, the
   block's index counted up without a division per block), each range allocating the
   block's shared arrays and per-thread slots once and reusing them for its blocks
-  (shared memory starts uninitialized on every device anyway).
+  (shared memory starts uninitialized on every device anyway);
+* for a kernel whose threads never meet (:meth:`~.fission.Plan.flat`), also
+  ``k_flat(_GX, _GY, _GZ, _BX, _BY, _BZ, A...)``: the threads of a 1-D launch as one
+  ``prange`` loop (:meth:`RawRenderer.render_flat`).
 
 ``A...`` are the kernel's arguments in signature order, a params record as its leaves
 (:mod:`.params`): pointers as 1-D arrays of their element type, scalars as NumPy
