@@ -107,6 +107,24 @@ def cpu_for_break(data: g.GlobalPtr[g.i32], out: g.GlobalPtr[g.i32]):
     out[t] = hit
 
 
+@g.raw_kernel(block=64)
+def cpu_for_two_phases(data: g.GlobalPtr[g.f64], n: g.i64, out: g.GlobalPtr[g.f64]):
+    """Two lockstep ``for`` loops over one variable, a barrier between them: ``i`` lives
+    in both phases (a slot per thread) and is read after the second loop."""
+    s = B.shared_array(g.f64, 64)
+    lid = B.local_id(0)
+    acc = g.f64(0)
+    i = g.i64(-1)
+    for i in range(B.global_id(0), n, B.grid_dim(0) * B.block_dim(0)):
+        acc += data[i]
+    s[lid] = acc
+    B.barrier()
+    total = g.f64(0)
+    for i in range(lid, 64, 7):
+        total += s[i] * i
+    out[B.global_id(0)] = total + i
+
+
 def _raw(kernel: object) -> g.RawKernel:
     return g.RawKernel(kernel, "cpu")
 
@@ -190,3 +208,25 @@ def test_for_with_break_stays_per_thread(mode: str) -> None:
     _raw(cpu_for_break).launch(1, 32, [data, out])
     want = [next((k for k in range(t, 64 * 32, 32) if data[k] == 0), -1) for t in range(32)]
     np.testing.assert_array_equal(out, np.array(want, np.int32))
+
+
+def test_two_for_loops_over_one_variable_across_a_barrier(mode: str) -> None:
+    p = plan(cpu_for_two_phases.lower().functions[-1], "cpu_for_two_phases")
+    assert p.phases[0].lockstep is not None and p.phases[1].lockstep is not None
+    assert "i" in p.arrays
+    grid, n = 3, 1000
+    data = np.random.default_rng(8).standard_normal(n)
+    out = np.zeros(grid * 64)
+    _raw(cpu_for_two_phases).launch(grid, 64, [data, n, out])
+    want = np.zeros(grid * 64)
+    for b in range(grid):
+        s = [0.0] * 64
+        for lid in range(64):
+            for i in range(b * 64 + lid, n, grid * 64):
+                s[lid] += data[i]
+        for lid in range(64):
+            total = 0.0
+            for i in range(lid, 64, 7):
+                total += s[i] * i
+            want[b * 64 + lid] = total + i
+    np.testing.assert_array_equal(out, want)

@@ -88,9 +88,11 @@ class RawRenderer(FunctionRenderer):
         self.flat = False
         """True while rendering ``k_flat``: the thread is ``_gx`` of a 1-D launch."""
         self.shared = [(name, t) for name, t in fn.locals if isinstance(t, ir.SharedType)]
-        self.lowered = [local for p in self.plan.phases if p.lockstep is not None
-                        for local in p.lockstep.locals]
-        """The variables of ``for`` loops lowered to ``while`` loops for lockstep."""
+        self.lowered = list(dict.fromkeys(local for p in self.plan.phases
+                                          if p.lockstep is not None
+                                          for local in p.lockstep.locals))
+        """The variables of ``for`` loops lowered to ``while`` loops for lockstep (two
+        phases may lower loops over the same variable to the same names and types)."""
         self.types_by_name = dict([*fn.args, *fn.locals, *self.lowered])
         self.types.update(self.lowered)
 
