@@ -17,7 +17,7 @@ from . import memory, ops
 from .choice import Choice, Operand, choose, distribute
 from .context import FnContext, Static
 from .expressions import lower_any, lower_operand
-from .kmath import BINARY_INTRINSICS, PREDICATES, intrinsic_of
+from .kmath import ARITY, PREDICATES, intrinsic_of
 from .values import (
     Ty,
     TypingError,
@@ -176,8 +176,7 @@ def _min_max(ctx: FnContext, node: ast.Call, which: str) -> Operand:
 
 
 def _intrinsic(ctx: FnContext, node: ast.Call, name: str, text: str) -> Operand:
-    count = 2 if name in BINARY_INTRINSICS else 1
-    values = _args(ctx, node, text, count)
+    values = _args(ctx, node, text, ARITY[name])
 
     def one(*args: Value) -> Value:
         t = args[0].ty

@@ -10,7 +10,8 @@ and its "f32 through f64" set from it and the numba renderer its NumPy names;
 Kinds:
 
 * ``float``: ``g.math.<name>``: a function of floats, same type in and out
-  (integer, bool and Python-number arguments are converted to ``f64`` first);
+  (integer, bool and Python-number arguments are converted to ``f64`` first; several
+  arguments are promoted together first);
 * ``predicate``: ``g.math.<name>``: a float in, ``bool`` out;
 * ``builtin``: Python's ``abs``/``min``/``max`` on any number, as the builtins
   behave on NumPy scalars (each renderer has its own rule for integers);
@@ -39,7 +40,9 @@ class MathIntrinsic:
     #: the NumPy ufunc (``numpy.<numpy>``) the oracle and the numba renderer apply (``None``
     #: for ``builtin`` entries, which are Python's own). A ``float`` entry without one (``erf``)
     #: applies Python's ``math.<name>`` in double precision and rounds the result to the
-    #: argument's float type.
+    #: argument's float type, except ``fma``, whose oracle rounds the exact ``a * b + c``
+    #: once (:func:`gompute_core.frontend.kmath.fma`) and whose numba form is LLVM's
+    #: ``llvm.fma`` intrinsic.
     numpy: str | None
     #: the C99 ``<math.h>`` function on ``double`` (its ``float`` form appends ``f``; ``abs``
     #: of a float is ``fabs``); ``None`` when C-family renderers compute it with a generated
@@ -48,6 +51,11 @@ class MathIntrinsic:
     #: the f32 form is computed in double and rounded once (correctly rounded in practice,
     #: as the CPU's libm, where the f32 device functions may be an ulp or two away).
     f32_via_f64: bool = False
+    #: the f16 form is computed in double and rounded once, not in float (``fma``: the
+    #: product of two f16 is exact in double and their sum with a third is either exact or
+    #: far from an f16 rounding boundary, so the one rounding to f16 is the correct one; in
+    #: float the sum would be rounded twice).
+    f16_via_f64: bool = False
     #: the operator spelling for ``operator`` entries (``**``).
     operator: str = ""
 
@@ -91,6 +99,7 @@ INTRINSICS: tuple[MathIntrinsic, ...] = (
     _float("expm1", "expm1"),
     _float("log1p", "log1p"),
     _float("erf", None),
+    MathIntrinsic("fma", 3, "float", None, "fma", f16_via_f64=True),
     MathIntrinsic("isnan", 1, "predicate", "isnan", "isnan"),
     MathIntrinsic("isinf", 1, "predicate", "isinf", "isinf"),
     MathIntrinsic("isfinite", 1, "predicate", "isfinite", "isfinite"),
@@ -115,6 +124,11 @@ def ir_names() -> tuple[str, ...]:
 def g_math_entries() -> tuple[MathIntrinsic, ...]:
     """The entries of ``g.math`` (kinds ``float`` and ``predicate``)."""
     return tuple(m for m in INTRINSICS if m.in_g_math)
+
+
+def f16_via_f64() -> frozenset[str]:
+    """Names whose f16 form is computed through f64 (see :attr:`MathIntrinsic.f16_via_f64`)."""
+    return frozenset(m.name for m in INTRINSICS if m.f16_via_f64)
 
 
 def f32_via_f64() -> frozenset[str]:

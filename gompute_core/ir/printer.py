@@ -229,6 +229,8 @@ def format_kernel(kir: KernelIR) -> str:
         lines.append(f"  identity = {format_expr(kir.identity)}")
     if kir.reassociate:
         lines.append("  reassociate = True")
+    if kir.contract:
+        lines.append("  contract = True")
     if kir.block is not None:
         lines.append(f"  block = {kir.block}")
     if kir.params is not None:

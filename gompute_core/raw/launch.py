@@ -27,7 +27,13 @@ from ..ir.kernel import RAW, KernelIR
 from ..ir.nodes import Atomic, IRType, PointerType, SharedType, StructType
 from ..plugins import manager
 from ..plugins.records import Artifact, CompileRequest
-from ..runtime.compile import find_prebuilt, find_prebuilt_raw
+from ..runtime.compile import (
+    check_contract,
+    compile_options,
+    contracted,
+    find_prebuilt,
+    find_prebuilt_raw,
+)
 from ..runtime.dim3 import Dim3
 from ..types import as_scalar_type, is_float, is_int, short_name
 from .binding import PackedBinder
@@ -108,13 +114,19 @@ class RawKernel:
     ``kernel`` is a ``@g.raw_kernel`` function or its name (resolved in this process,
     else in the prebuilt artifact directory: ``artifact_dir`` or
     ``$GOMPUTE_ARTIFACT_DIR``). ``launch(grid, block, args, shared_bytes=0,
-    stream=None)`` enqueues one launch; ``synchronize()`` waits for it.
+    stream=None)`` enqueues one launch; ``synchronize()`` waits for it. ``options``
+    (extra compiler options) and ``contract`` (allow fused multiply-add: results may
+    then differ between backends) are as for :class:`~gompute_core.runtime.kernel.Kernel`.
     """
 
     def __init__(self, kernel: Any, backend: str, device: int = 0, *,
-                 artifact_dir: str | None = None) -> None:
+                 artifact_dir: str | None = None, options: Sequence[str] = (),
+                 contract: bool = False) -> None:
         if not isinstance(backend, str):
             raise InvalidArgument(f"backend: expected a backend name, got {backend!r}")
+        where = f"RawKernel({getattr(kernel, 'name', kernel)!r})"
+        opts = compile_options(options, where)
+        check_contract(contract, where)
         info = manager.require(backend).info
         if RAW not in info.kinds:
             raise Unsupported(f"backend {backend!r} does not run raw kernels (its kinds: "
@@ -122,7 +134,8 @@ class RawKernel:
         definition = resolve(kernel)
         dev = manager.open_device(backend, device)
         if isinstance(definition, str):
-            found = find_prebuilt_raw(definition, backend, dev.arch, artifact_dir)
+            found = find_prebuilt_raw(definition, backend, dev.arch, artifact_dir, opts,
+                                      contract)
             if found is None:
                 raise _not_found(definition, backend)
             artifact, kir, signature = found
@@ -132,10 +145,10 @@ class RawKernel:
             if definition.source_backends and backend not in definition.source_backends:
                 raise Unsupported(f"raw kernel {definition.name!r} is C source for "
                                   f"{', '.join(definition.source_backends)}, not {backend!r}")
-            kir = definition.lower()
+            kir = contracted(definition.lower(), contract, where)
             signature, bounds = definition.signature, definition.bounds
             params_class = definition.params_class
-            artifact = self._artifact(definition, kir, backend, dev.arch, artifact_dir)
+            artifact = self._artifact(definition, kir, backend, dev.arch, artifact_dir, opts)
         if _uses_f64_atomics(kir) and not dev.has("f64_atomics"):
             raise Unsupported(f"raw kernel {kir.name!r} uses f64 atomics; {backend} device "
                               f"{device} lacks the capability 'f64_atomics'")
@@ -167,11 +180,12 @@ class RawKernel:
 
     @staticmethod
     def _artifact(definition: RawKernelDef, kir: KernelIR, backend: str, arch: str,
-                  artifact_dir: str | None) -> Artifact:
-        artifact = find_prebuilt(kir, backend, arch, artifact_dir)
+                  artifact_dir: str | None, options: tuple[str, ...]) -> Artifact:
+        artifact = find_prebuilt(kir, backend, arch, artifact_dir, options)
         if artifact is None:
             artifact = manager.compile_artifact(CompileRequest(
-                backend=backend, kernel=kir, arch=arch, source=definition.source))
+                backend=backend, kernel=kir, arch=arch, options=options,
+                source=definition.source))
         return artifact
 
     @classmethod

@@ -226,6 +226,8 @@ class FunctionRenderer(Visitor):
         if not is_float(t):
             raise Unsupported(f"{self.fn.source}: {f} on {np.dtype(t).name} "
                               "(math intrinsics take floats)")
+        if f == "fma":  # rounded once (LLVM's fma; the oracle's is exact too)
+            return f"{self.helper(f, t)}({', '.join(args)})"
         if entry.numpy is None:  # computed in double, then rounded, as g.math does
             doubles = ", ".join(f"np.float64({a})" for a in args)
             return f"{tname(t)}(math.{f}({doubles}))"
