@@ -12,8 +12,10 @@ as each backend's libm allows):
 * functions of several arguments first promote their arguments with NumPy 2 (NEP 50)
   rules, then convert a non-float result type to ``f64``;
 * ``isnan``/``isinf``/``isfinite`` return ``bool``;
-* ``erf`` has no NumPy ufunc: it is computed with :func:`math.erf` in double
-  precision and rounded back to the argument's float type;
+* ``erf`` and ``erfc`` have no NumPy ufunc: they are computed with :func:`math.erf` /
+  :func:`math.erfc` in double precision and rounded back to the argument's float type;
+* ``erfinv`` and ``erfcinv`` run the kernel-language functions of :mod:`.special` on the
+  argument converted to f64 (the code every backend runs), rounded back to its type;
 * ``fma(a, b, c)`` is ``a * b + c`` rounded once: the oracle computes the exact value
   with :class:`fractions.Fraction` and rounds it to the promoted float type (IEEE 754
   round to nearest even, overflow to infinity, zeros signed as IEEE 754 says), so it is
@@ -134,6 +136,23 @@ def fma(a: Any, b: Any, c: Any) -> Any:
     return round_exact(exact, t)
 
 
+def _library(name: str) -> Callable[[Any], Any]:
+    """``name(x)`` computed by the kernel-language function ``special.<name>_f64`` on ``x``
+    converted to f64, rounded to ``x``'s float type (what the frontend lowers it to)."""
+    def on_double(x: Any) -> Any:
+        from . import special
+
+        xf = _float_arg(x)
+        with np.errstate(all="ignore"):
+            return type(xf)(getattr(special, f"{name}_f64")(np.float64(xf)))
+
+    on_double.__name__ = on_double.__qualname__ = name
+    on_double.__doc__ = (f"``{name}(x)`` computed in double precision (the code every backend "
+                         "runs, :mod:`gompute_core.frontend.special`) and rounded to ``x``'s "
+                         "float type.")
+    return on_double
+
+
 PREDICATES: frozenset[str] = frozenset(m.name for m in g_math_entries() if m.kind == "predicate")
 """Intrinsics returning bool."""
 
@@ -170,6 +189,8 @@ for _entry in g_math_entries():
     _f: Callable[..., Any]
     if _entry.name in _EXACT_ORACLES:
         _f = _EXACT_ORACLES[_entry.name]
+    elif _entry.kind == "library":
+        _f = _library(_entry.name)
     elif _entry.numpy is None:
         _f = _in_double(getattr(_pymath, _entry.name), _entry.name)
     elif _entry.arity == 1:

@@ -17,7 +17,11 @@ Kinds:
   behave on NumPy scalars (each renderer has its own rule for integers);
 * ``operator``: not an IR intrinsic but the float form of an operator (``**``)
   computed by a math library function; listed so that its C spelling and
-  precision policy live here too.
+  precision policy live here too;
+* ``library``: ``g.math.<name>`` of one float argument, not an IR intrinsic either: the
+  frontend lowers it to a call of a kernel-language function of the core
+  (:mod:`gompute_core.frontend.special`) on doubles, so every backend runs the same code
+  (``erfinv``, ``erfcinv``).
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-IntrinsicKind = Literal["float", "predicate", "builtin", "operator"]
+IntrinsicKind = Literal["float", "predicate", "builtin", "operator", "library"]
 
 
 @dataclass(frozen=True)
@@ -62,7 +66,7 @@ class MathIntrinsic:
     @property
     def in_g_math(self) -> bool:
         """True when the kernel language spells it ``g.math.<name>(...)``."""
-        return self.kind in ("float", "predicate")
+        return self.kind in ("float", "predicate", "library")
 
 
 def _float(name: str, numpy: str | None, arity: int = 1, via_f64: bool = True) -> MathIntrinsic:
@@ -99,11 +103,14 @@ INTRINSICS: tuple[MathIntrinsic, ...] = (
     _float("expm1", "expm1"),
     _float("log1p", "log1p"),
     _float("erf", None),
+    _float("erfc", None),
     MathIntrinsic("fma", 3, "float", None, "fma", f16_via_f64=True),
     MathIntrinsic("isnan", 1, "predicate", "isnan", "isnan"),
     MathIntrinsic("isinf", 1, "predicate", "isinf", "isinf"),
     MathIntrinsic("isfinite", 1, "predicate", "isfinite", "isfinite"),
     MathIntrinsic("pow", 2, "operator", "power", "pow", True, operator="**"),
+    MathIntrinsic("erfinv", 1, "library", None, None),
+    MathIntrinsic("erfcinv", 1, "library", None, None),
 )
 """Every math intrinsic, in the order of :data:`~gompute_core.ir.nodes.Intrinsic`."""
 
@@ -117,12 +124,13 @@ def intrinsic(name: str) -> MathIntrinsic:
 
 
 def ir_names() -> tuple[str, ...]:
-    """Names a ``CallIntrinsic`` may carry (every entry but the operator functions)."""
-    return tuple(m.name for m in INTRINSICS if m.kind != "operator")
+    """Names a ``CallIntrinsic`` may carry (every entry but the operator and library
+    functions)."""
+    return tuple(m.name for m in INTRINSICS if m.kind not in ("operator", "library"))
 
 
 def g_math_entries() -> tuple[MathIntrinsic, ...]:
-    """The entries of ``g.math`` (kinds ``float`` and ``predicate``)."""
+    """The entries of ``g.math`` (kinds ``float``, ``predicate`` and ``library``)."""
     return tuple(m for m in INTRINSICS if m.in_g_math)
 
 

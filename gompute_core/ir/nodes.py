@@ -84,7 +84,7 @@ Intrinsic = Literal[
     # elementwise math, same type in and out (floats); abs/min/max on any number
     "abs", "min", "max", "sqrt", "exp", "log", "log2", "log10", "exp2", "sin", "cos",
     "tan", "tanh", "asin", "acos", "atan", "atan2", "sinh", "cosh", "floor", "ceil",
-    "trunc", "fabs", "copysign", "fmod", "hypot", "expm1", "log1p", "erf", "fma",
+    "trunc", "fabs", "copysign", "fmod", "hypot", "expm1", "log1p", "erf", "erfc", "fma",
     # predicates -> bool
     "isnan", "isinf", "isfinite",
 ]

@@ -52,7 +52,8 @@ _DOMAIN: dict[k.MathFn, tuple[float, float]] = {
     k.MathFn.TAN: (-1.5, 1.5), k.MathFn.TANH: (-10, 10), k.MathFn.ASIN: (-1, 1),
     k.MathFn.ACOS: (-1, 1), k.MathFn.ATAN: (-100, 100), k.MathFn.ATAN2: (-100, 100),
     k.MathFn.SINH: (-10, 10), k.MathFn.COSH: (-10, 10), k.MathFn.HYPOT: (-1e3, 1e3),
-    k.MathFn.ERF: (-4, 4),
+    k.MathFn.ERF: (-4, 4), k.MathFn.ERFC: (-3, 3), k.MathFn.ERFINV: (-1, 1),
+    k.MathFn.ERFCINV: (0, 2),
 }
 
 
