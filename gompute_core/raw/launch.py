@@ -37,6 +37,7 @@ from ..runtime.compile import (
 from ..runtime.dim3 import Dim3
 from ..types import as_scalar_type, is_float, is_int, short_name
 from .binding import PackedBinder
+from .bounds import Bound
 from .kernel import RawKernelDef, block_shape, define_source
 
 __all__ = ["RawKernel", "raw_kernel_by_name", "resolve"]
@@ -139,7 +140,7 @@ class RawKernel:
             if found is None:
                 raise _not_found(definition, backend)
             artifact, kir, signature = found
-            bounds: tuple[tuple[str, str], ...] = ()
+            bounds: tuple[Bound, ...] = ()
             params_class = None
         else:
             if definition.source_backends and backend not in definition.source_backends:
@@ -160,7 +161,7 @@ class RawKernel:
         self._static_shared = _static_shared_bytes(kir)
         self.args = RawArgBuffer(raw_arg_layout(signature))
         self._convert = [self._converter(k, name, t) for k, (name, t) in enumerate(signature)]
-        self._bounds = [(self._index(p), self._index(n), p, n) for p, n in bounds]
+        self._bounds = [(self._index(b.ptr), b) for b in bounds]
         self._geometry: dict[tuple[Any, ...], tuple[Any, Any, int]] = {}
         """Launch shapes already checked, keyed by value and type (``True == 1`` and
         ``1.0 == 1`` must not pass as a checked 1): -> (grid, block, shared bytes)."""
@@ -249,13 +250,13 @@ class RawKernel:
                                   f"on {self.backend} device {self.ordinal}: {exc}") from None
 
     def _check_bounds(self, values: list[Any]) -> None:
-        for ptr_k, len_k, ptr, length in self._bounds:
+        for ptr_k, bound in self._bounds:
             buf = values[ptr_k]
             count = buf.nbytes // buf.dtype.itemsize
-            need = int(values[len_k])
+            need = bound.need(values)
             if need > count:
-                raise InvalidArgument(f"{self.name}: {ptr!r} holds {count} elements but "
-                                      f"{length}={need} (declared as its bound)")
+                raise InvalidArgument(f"{self.name}: {bound.ptr!r} holds {count} elements but "
+                                      f"{bound.text}={need} (declared as its bound)")
 
     # ------------------------------------------------------------------- public surface
     def alloc(self, count: int, dtype: Any) -> Any:
