@@ -50,7 +50,7 @@ def is_memory(v: Any) -> bool:
 
 def _indices(ctx: FnContext, node: ast.expr, base: Value, text: str) -> tuple[Expr, ...]:
     """The ``i64`` indices of ``base[node]`` (one per dimension)."""
-    from .expressions import lower_expr
+    from .expressions import lower_expr, mixed_integer_hint
 
     t = base.type
     parts = list(node.elts) if isinstance(node, ast.Tuple) else [node]
@@ -64,8 +64,8 @@ def _indices(ctx: FnContext, node: ast.expr, base: Value, text: str) -> tuple[Ex
             ctx.fail(part, f"slicing '{text}' is not supported; index one element", "Slice")
         v = lower_expr(ctx, part)
         if not is_scalar(v.type) or not is_int(v.type) or v.type is np.bool_:
-            ctx.fail(part, f"index of '{text}' must be an integer, got {v.ty.describe()}",
-                     "Subscript")
+            ctx.fail(part, f"index of '{text}' must be an integer, got {v.ty.describe()}"
+                           f"{mixed_integer_hint(part, v)}", "Subscript")
         if isinstance(t, SharedType) and v.is_weak_const and not 0 <= int(v.py) < t.shape[k]:
             ctx.fail(part, f"index {v.py} out of range for '{text}' (dimension {k} has "
                            f"{t.shape[k]} elements)", "Subscript")
