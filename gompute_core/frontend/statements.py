@@ -41,7 +41,15 @@ def lower_block(ctx: FnContext, body: Sequence[ast.stmt]) -> tuple[Stmt, ...]:
         handler = STMT_HANDLERS.get(type(node))
         if handler is None:
             reject(ctx, node)
-        out.extend(handler(ctx, node))
+        try:
+            out.extend(handler(ctx, node))
+        except Unresolved:
+            # a collect pass met a local no assignment has typed yet (a store to an array
+            # declared by an unsupported statement, say): types are still growing; the
+            # emit pass reports what remains, with its line
+            if ctx.emit:
+                raise
+            continue
         if out and isinstance(out[-1], (Return, Break, Continue)):
             break
     return tuple(out)
