@@ -237,6 +237,9 @@ class FunctionWriter(Visitor):
     def visit_Load(self, e: ir.Load) -> str:
         return self.load(self.element(e.base, e.index), e.type)
 
+    def visit_LocalLoad(self, e: ir.LocalLoad) -> str:
+        return self.load(self.element(e.base, e.index), e.type)
+
     def visit_Atomic(self, e: ir.Atomic) -> str:
         space = self.r.pointer_space if isinstance(e.base.type, ir.PointerType) \
             else self.r.shared_pointer_space
@@ -263,6 +266,10 @@ class FunctionWriter(Visitor):
         return f"{ind}return {self.expr(s.value)};\n"
 
     def visit_Store(self, s: ir.Store, ind: str, types: dict[str, ir.IRType]) -> str:
+        elem = s.base.type.elem  # type: ignore[union-attr]
+        return f"{ind}{self.element(s.base, s.index)} = {self.store(self.expr(s.value), elem)};\n"
+
+    def visit_LocalStore(self, s: ir.LocalStore, ind: str, types: dict[str, ir.IRType]) -> str:
         elem = s.base.type.elem  # type: ignore[union-attr]
         return f"{ind}{self.element(s.base, s.index)} = {self.store(self.expr(s.value), elem)};\n"
 
@@ -322,15 +329,19 @@ class FunctionWriter(Visitor):
         if isinstance(t, ir.SharedType):
             dims = "".join(f"[{d}]" for d in t.shape)
             return f"{self.r.shared_qualifier} {mem_type(t.elem)} {name}{dims}"
+        if isinstance(t, ir.LocalType):  # per thread, in storage form like other arrays
+            return f"{mem_type(t.elem)} {name}{''.join(f'[{d}]' for d in t.shape)}"
         return f"{reg_type(t)} {name}"
 
     def local_decls(self, locals_: tuple[tuple[str, ir.IRType], ...]) -> str:
         """Declarations of a function's locals at the top of its body: shared arrays first
-        (OpenCL wants them before any statement), scalars zero-initialized."""
+        (OpenCL wants them before any statement), scalars and local arrays
+        zero-initialized."""
         ordered = sorted(locals_, key=lambda nt: not isinstance(nt[1], ir.SharedType))
         out = ""
         for n, t in ordered:
             init = "" if isinstance(t, (ir.ArrayType, ir.StructType, ir.SharedType)) else \
+                " = {0}" if isinstance(t, ir.LocalType) else \
                 (" = false" if t is np.bool_ else " = 0")
             out += f"  {self.decl_type(t, var_name(n))}{init};\n"
         return out

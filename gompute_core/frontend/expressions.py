@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ..ir.nodes import ArrayType, Binary, Cast, Field, Index, StructType, Var
+from ..ir.nodes import ArrayType, Binary, Cast, Field, Index, LocalType, StructType, Var
 from ..types import is_float, is_int, short_name
 from . import memory, ops
 from .choice import Choice, Operand, choose, distribute, settle, settle_to
@@ -42,7 +42,9 @@ CONSTRUCT_NAMES: dict[str, str] = {
     "DictComp": "dict comprehension", "GeneratorExp": "generator expression",
     "Lambda": "lambda (define a helper kernel function with def)", "Yield": "yield",
     "YieldFrom": "yield from", "Await": "await", "JoinedStr": "f-string",
-    "FormattedValue": "f-string", "List": "list", "Tuple": "tuple", "Dict": "dict",
+    "FormattedValue": "f-string",
+    "List": "list (for a per-thread array, declare g.local_array(T, n))",
+    "Tuple": "tuple", "Dict": "dict",
     "Set": "set", "Starred": "starred expression", "NamedExpr": "assignment expression (:=)",
     "Slice": "slice", "MatMult": "matrix multiplication (@)", "Is": "'is' comparison",
     "IsNot": "'is not' comparison", "In": "'in' test", "NotIn": "'not in' test",
@@ -174,9 +176,14 @@ def _subscript(ctx: FnContext, node: ast.Subscript) -> Value:
     base = lower_expr(ctx, node.value)
     if memory.is_memory(base):
         return memory.load(ctx, node, base)
+    if isinstance(base.type, LocalType):
+        from . import arrays
+
+        return arrays.load(ctx, node, base)
     if not isinstance(base.type, ArrayType):
         ctx.fail(node, f"indexing a {base.ty.describe()}: only params arrays "
-                       "(g.Array fields) and a raw kernel's arrays can be indexed", "Subscript")
+                       "(g.Array fields), local arrays (g.local_array) and a raw kernel's "
+                       "arrays can be indexed", "Subscript")
     if isinstance(node.slice, ast.Slice):
         reject(ctx, node.slice)
     idx = lower_expr(ctx, node.slice)

@@ -16,7 +16,7 @@ from ..errors import KernelSyntaxError
 from ..ir.nodes import Assign, Break, Const, Continue, Expr, ForRange, If, Return, Stmt, While
 from ..ir.uniformity import is_varying
 from ..types import i64, is_int
-from . import memory, ops
+from . import arrays, memory, ops
 from .choice import (
     Choice,
     Operand,
@@ -28,7 +28,15 @@ from .choice import (
     stands_for,
 )
 from .context import FnContext, Static, Unresolved
-from .expressions import _BINOPS, condition, construct_name, lower_any, lower_operand, reject
+from .expressions import (
+    _BINOPS,
+    condition,
+    construct_name,
+    lower_any,
+    lower_expr,
+    lower_operand,
+    reject,
+)
 from .limits import MAX_IR_DEPTH, ir_depth
 from .values import Ty, Value, coerce, is_scalar
 
@@ -110,12 +118,18 @@ def _target_name(ctx: FnContext, target: ast.expr) -> str:
 
 
 def _is_memory_target(ctx: FnContext, target: ast.expr) -> bool:
-    """True for ``a[i]`` in a raw kernel (a store to device memory)."""
-    return ctx.raw and isinstance(target, ast.Subscript)
+    """True for ``a[i]`` in a raw kernel (a store to device memory) and for an element of a
+    local array."""
+    return isinstance(target, ast.Subscript) and (ctx.raw or (
+        isinstance(target.value, ast.Name) and target.value.id in ctx.local_arrays))
 
 
 def _store_memory(ctx: FnContext, target: ast.Subscript, operand: Operand) -> list[Stmt]:
     v = ctx.typing(target, settle, operand)
+    if isinstance(target.value, ast.Name) and target.value.id in ctx.local_arrays:
+        base = lower_expr(ctx, target.value)
+        if arrays.is_local_array(base.type):
+            return list(arrays.store(ctx, target, base, v))
     return list(memory.store(ctx, target, v))
 
 
@@ -123,6 +137,9 @@ def _assign(ctx: FnContext, node: ast.Assign) -> list[Stmt]:
     shared = memory.is_shared_call(ctx, node.value)
     if shared is not None:
         return memory.declare_shared(ctx, node, shared)
+    local = arrays.is_local_call(ctx, node.value)
+    if local is not None:
+        return list(arrays.declare(ctx, node, local))
     names = [None if _is_memory_target(ctx, t) else _target_name(ctx, t) for t in node.targets]
     v = _value_or_unresolved(ctx, node.value)
     if v is None:

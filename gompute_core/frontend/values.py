@@ -16,7 +16,17 @@ from typing import Literal
 
 import numpy as np
 
-from ..ir.nodes import ArrayType, Cast, Const, Expr, IRType, PointerType, SharedType, StructType
+from ..ir.nodes import (
+    ArrayType,
+    Cast,
+    Const,
+    Expr,
+    IRType,
+    LocalType,
+    PointerType,
+    SharedType,
+    StructType,
+)
 from ..types import (
     FLOAT_TYPES,
     INT_TYPES,
@@ -93,12 +103,14 @@ def describe_type(t: IRType, weak: str | None = None) -> str:
         return f"GlobalPtr[{short_name(t.elem)}]"
     if isinstance(t, SharedType):
         return f"shared array {short_name(t.elem)}{list(t.shape)}"
+    if isinstance(t, LocalType):
+        return f"local array {short_name(t.elem)}{list(t.shape)}"
     return short_name(t)
 
 
 def is_scalar(t: IRType) -> bool:
     """True for scalar (number or bool) types."""
-    return not isinstance(t, (StructType, ArrayType, PointerType, SharedType))
+    return not isinstance(t, (StructType, ArrayType, PointerType, SharedType, LocalType))
 
 
 def weak_kind_of(v: int | float | bool) -> WeakKind:

@@ -70,7 +70,24 @@ class SharedType:
         return n
 
 
-IRType: TypeAlias = ScalarType | ArrayType | StructType | PointerType | SharedType
+@dataclass(frozen=True)
+class LocalType:
+    """A per-thread array ``g.local_array(elem, shape)`` of a kernel function (1-D or 2-D,
+    row-major, static size, zero-initialized where it is declared)."""
+
+    elem: ScalarType
+    shape: tuple[int, ...]
+
+    @property
+    def size(self) -> int:
+        """Number of elements."""
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+
+IRType: TypeAlias = ScalarType | ArrayType | StructType | PointerType | SharedType | LocalType
 MemoryType: TypeAlias = PointerType | SharedType
 
 UnaryOp = Literal["neg", "invert"]
@@ -240,6 +257,19 @@ class Load:
 
 
 @dataclass(frozen=True)
+class LocalLoad:
+    """``base[index...]`` of a per-thread local array (``base`` a :class:`Var` of a
+    :class:`LocalType`; one ``i64`` index per dimension). Kept apart from :class:`Load`
+    (device memory): a local array is private to its thread and lives in registers or
+    the stack. Out-of-range indices are undefined behaviour (constant ones are checked
+    by the frontend)."""
+
+    base: Var
+    index: tuple[Expr, ...]
+    type: ScalarType
+
+
+@dataclass(frozen=True)
 class Atomic:
     """An atomic read-modify-write of ``base[index...]`` (as :class:`Load`), giving the
     element's OLD value. ``value`` has the element type; ``cas`` stores ``value`` only
@@ -256,7 +286,7 @@ class Atomic:
 
 Expr: TypeAlias = (
     Const | Var | Field | Index | Unary | Not | Binary | Compare | Logical | Select | Cast
-    | CallIntrinsic | CallFunction | Geometry | Load | Atomic
+    | CallIntrinsic | CallFunction | Geometry | Load | Atomic | LocalLoad
 )
 
 
@@ -330,6 +360,16 @@ class Store:
 
 
 @dataclass(frozen=True)
+class LocalStore:
+    """``base[index...] = value`` of a per-thread local array (``base`` and ``index`` as in
+    :class:`LocalLoad`; ``value`` already has the element type)."""
+
+    base: Var
+    index: tuple[Expr, ...]
+    value: Expr
+
+
+@dataclass(frozen=True)
 class Barrier:
     """``barrier()``: every thread of the block waits here; memory written before it (global
     and shared) is visible to the block after it. Reached under uniform control only."""
@@ -344,6 +384,7 @@ class Evaluate:
 
 Stmt: TypeAlias = (
     Assign | If | ForRange | While | Break | Continue | Return | Store | Barrier | Evaluate
+    | LocalStore
 )
 
 
@@ -356,7 +397,9 @@ class Function:
     any that collide with reserved words of either). Every path through
     ``body`` ends in a ``Return``, except in a raw kernel's entry function
     (``ret`` None), whose end returns. A raw kernel's ``locals`` include its
-    shared arrays (:class:`SharedType`; declared once, never assigned).
+    shared arrays (:class:`SharedType`; declared once, never assigned); any function's
+    include its local arrays (:class:`LocalType`; zero-initialized at the function's
+    start, declared once, only read and written element-wise).
     """
 
     name: str

@@ -37,6 +37,9 @@ from .nodes import (
     Index,
     IRType,
     Load,
+    LocalLoad,
+    LocalStore,
+    LocalType,
     Logical,
     Not,
     PointerType,
@@ -61,7 +64,8 @@ _SYMBOLS: dict[str, str] = {
 
 
 def format_type(t: IRType | None) -> str:
-    """``f32``, ``Scale``, ``f32[4]``, ``ptr f32``, ``shared f32[16, 17]``, ``void``."""
+    """``f32``, ``Scale``, ``f32[4]``, ``ptr f32``, ``shared f32[16, 17]``,
+    ``local f32[4, 4]``, ``void``."""
     from ..types import short_name
 
     if t is None:
@@ -70,6 +74,8 @@ def format_type(t: IRType | None) -> str:
         return f"ptr {short_name(t.elem)}"
     if isinstance(t, SharedType):
         return f"shared {short_name(t.elem)}[{', '.join(map(str, t.shape))}]"
+    if isinstance(t, LocalType):
+        return f"local {short_name(t.elem)}[{', '.join(map(str, t.shape))}]"
     if isinstance(t, StructType):
         return t.name
     if isinstance(t, ArrayType):
@@ -128,8 +134,10 @@ class IRPrinter(Visitor):
     def visit_Geometry(self, e: Geometry, top: bool) -> str:
         return f"{e.func}({e.dim})"
 
-    def visit_Load(self, e: Load, top: bool) -> str:
+    def visit_Load(self, e: Load | LocalLoad, top: bool) -> str:
         return f"{e.base.name}[{', '.join(self.expr(i, True) for i in e.index)}]"
+
+    visit_LocalLoad = visit_Load
 
     def visit_Atomic(self, e: Atomic, top: bool) -> str:
         args = [f"{e.base.name}[{', '.join(self.expr(i, True) for i in e.index)}]"]
@@ -151,9 +159,11 @@ class IRPrinter(Visitor):
         value = "" if s.value is None else f" {format_expr(s.value)}"
         out.append(f"{'  ' * indent}return{value}")
 
-    def visit_Store(self, s: Store, indent: int, out: list[str]) -> None:
+    def visit_Store(self, s: Store | LocalStore, indent: int, out: list[str]) -> None:
         index = ", ".join(format_expr(i) for i in s.index)
         out.append(f"{'  ' * indent}{s.base.name}[{index}] = {format_expr(s.value)}")
+
+    visit_LocalStore = visit_Store
 
     def visit_Barrier(self, s: Barrier, indent: int, out: list[str]) -> None:
         out.append(f"{'  ' * indent}barrier()")

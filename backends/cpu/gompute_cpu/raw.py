@@ -415,6 +415,11 @@ def render_raw_module(kir: KernelIR) -> str:
     construct the CPU cannot run, naming the kernel)."""
     helpers: set[tuple[str, ScalarType]] = set()
     sources = [FunctionRenderer(fn, helpers).render() for fn in kir.functions[:-1]]
+    if any(isinstance(t, ir.LocalType) for _, t in kir.functions[-1].locals):
+        raise Unsupported(f"raw kernel {kir.name!r}: the CPU backend does not yet run local "
+                          "arrays (g.local_array) declared in a raw kernel's own body (CUDA, "
+                          "HIP and OpenCL do); declare them in a helper function the kernel "
+                          "calls")
     renderer = RawRenderer(kir, helpers)
     block = renderer.render_block()
     entries = renderer.render_entries()

@@ -233,6 +233,9 @@ class FunctionRenderer(Visitor):
             return f"{tname(t)}(math.{f}({doubles}))"
         return f"{tname(t)}(np.{entry.numpy}({', '.join(args)}))"
 
+    def visit_LocalLoad(self, e: ir.LocalLoad) -> str:
+        return f"{var(e.base.name)}[{', '.join(self.expr(i) for i in e.index)}]"
+
     def visit_CallFunction(self, e: ir.CallFunction) -> str:
         args: list[str] = []
         for a in e.args:
@@ -260,6 +263,10 @@ class FunctionRenderer(Visitor):
                 self.emit(depth, f"{name} = {value}")
         else:
             self.emit(depth, f"{self.name_of(s.name)} = {self.expr(s.value)}")
+
+    def visit_LocalStore(self, s: ir.LocalStore, depth: int) -> None:
+        index = ", ".join(self.expr(i) for i in s.index)
+        self.emit(depth, f"{var(s.base.name)}[{index}] = {self.expr(s.value)}")
 
     def visit_If(self, s: ir.If, depth: int) -> None:
         self.emit(depth, f"if {self.expr(s.cond)}:")
@@ -306,7 +313,9 @@ class FunctionRenderer(Visitor):
         self.emit(0, f"@njit(**{options})")
         self.emit(0, f"def f_{fn.name}({', '.join(arg_names(fn))}):")
         for name, t in fn.locals:
-            if not is_aggregate(t):
+            if isinstance(t, ir.LocalType):  # zeroed, as the oracle's numpy.zeros
+                self.emit(1, f"{var(name)} = np.zeros({t.shape}, {tname(t.elem)})")
+            elif not is_aggregate(t):
                 self.emit(1, f"{var(name)} = {const(0, t)}")
         self.block(fn.body, 1)
         if not (fn.body and isinstance(fn.body[-1], ir.Return)):
