@@ -42,9 +42,7 @@ CONSTRUCT_NAMES: dict[str, str] = {
     "DictComp": "dict comprehension", "GeneratorExp": "generator expression",
     "Lambda": "lambda (define a helper kernel function with def)", "Yield": "yield",
     "YieldFrom": "yield from", "Await": "await", "JoinedStr": "f-string",
-    "FormattedValue": "f-string",
-    "List": "list (for a per-thread array, declare g.local_array(T, n))",
-    "Tuple": "tuple", "Dict": "dict",
+    "FormattedValue": "f-string", "List": "list", "Tuple": "tuple", "Dict": "dict",
     "Set": "set", "Starred": "starred expression", "NamedExpr": "assignment expression (:=)",
     "Slice": "slice", "MatMult": "matrix multiplication (@)", "Is": "'is' comparison",
     "IsNot": "'is not' comparison", "In": "'in' test", "NotIn": "'not in' test",
@@ -63,10 +61,17 @@ def construct_name(node: ast.AST) -> str:
     return CONSTRUCT_NAMES.get(key, key)
 
 
+_HINTS: dict[str, str] = {
+    "List": "; for a per-thread array, declare g.local_array(T, n)",
+}
+"""What to write instead of a construct, by AST class name."""
+
+
 def reject(ctx: FnContext, node: ast.AST, what: str | None = None) -> Any:
     """Raise the KernelSyntaxError for a construct outside the kernel language."""
     name = what or construct_name(node)
-    ctx.fail(node, f"{name} is not supported in kernel code", type(node).__name__)
+    hint = _HINTS.get(type(node).__name__, "")
+    ctx.fail(node, f"{name} is not supported in kernel code{hint}", type(node).__name__)
 
 
 def classify(ctx: FnContext, node: ast.AST, obj: Any, text: str) -> Value | Static:
