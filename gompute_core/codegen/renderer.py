@@ -23,7 +23,7 @@ import numpy as np
 from ..errors import Unsupported
 from ..ir.intrinsics import INTRINSICS, f16_via_f64, f32_via_f64
 from ..ir.kernel import RAW, KernelIR
-from ..ir.nodes import AtomicOp, GeometryFunc, IRType
+from ..ir.nodes import AtomicOp, GeometryFunc, IRType, TupleType
 from ..types import bits, short_name
 from .atomics import CUDA_ATOMICS, CUDA_CAS, CUDA_FLOAT_BITS, cas_loop_helper
 from .cexpr import FunctionWriter
@@ -243,6 +243,20 @@ class CRenderer:
                                                self.round_half)
             self.uses_half |= t is np.float16
         return name
+
+    def need_tuple(self, t: TupleType) -> tuple[str, str]:
+        """The struct type of tuple type ``t`` and the function making one from its items
+        (``gp_tuple_f32_i64``, ``gp_make_tuple_f32_i64``), emitting both once."""
+        suffix = "_".join(short_name(e) for e in t.elems)
+        name, make = f"gp_tuple_{suffix}", f"gp_make_tuple_{suffix}"
+        if name not in self._helpers:
+            members = "".join(f"\n  {reg_type(e)} v{k};" for k, e in enumerate(t.elems)) + "\n"
+            params = ", ".join(f"{reg_type(e)} a{k}" for k, e in enumerate(t.elems))
+            body = "".join(f" r.v{k} = a{k};" for k in range(len(t.elems)))
+            self._helpers[name] = (f"{self.aggregate('struct', name, members)}\n"
+                                   f"{self.function_qualifier} {name} {make}({params}) {{ "
+                                   f"{name} r;{body} return r; }}\n")
+        return name, make
 
     def need_float_abs(self) -> str:
         """Name of the f32 absolute value helper (:func:`float_abs_helper`), emitting it

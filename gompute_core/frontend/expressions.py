@@ -11,7 +11,17 @@ from typing import Any
 
 import numpy as np
 
-from ..ir.nodes import ArrayType, Binary, Cast, Field, Index, LocalType, StructType, Var
+from ..ir.nodes import (
+    ArrayType,
+    Binary,
+    Cast,
+    Field,
+    Index,
+    LocalType,
+    StructType,
+    TupleType,
+    Var,
+)
 from ..types import is_float, is_int, short_name
 from . import memory, ops
 from .choice import Choice, Operand, choose, distribute, settle, settle_to
@@ -185,6 +195,10 @@ def _subscript(ctx: FnContext, node: ast.Subscript) -> Value:
         from . import arrays
 
         return arrays.load(ctx, node, base)
+    if isinstance(base.type, TupleType):
+        from . import tuples
+
+        return tuples.item(ctx, node, base)
     if not isinstance(base.type, ArrayType):
         ctx.fail(node, f"indexing a {base.ty.describe()}: only params arrays "
                        "(g.Array fields), local arrays (g.local_array) and a raw kernel's "

@@ -13,10 +13,22 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..errors import KernelSyntaxError
-from ..ir.nodes import Assign, Break, Const, Continue, Expr, ForRange, If, Return, Stmt, While
+from ..ir.nodes import (
+    Assign,
+    Break,
+    Const,
+    Continue,
+    Expr,
+    ForRange,
+    If,
+    Return,
+    Stmt,
+    TupleType,
+    While,
+)
 from ..ir.uniformity import is_varying
 from ..types import i64, is_int
-from . import arrays, memory, ops
+from . import arrays, memory, ops, tuples
 from .choice import (
     Choice,
     Operand,
@@ -94,6 +106,10 @@ def _condition(ctx: FnContext, node: ast.expr) -> Value | None:
 def _store(ctx: FnContext, node: ast.AST, name: str, operand: Operand) -> list[Stmt]:
     local = ctx.var_types.get(name) if ctx.emit else None
     v = ctx.typing(node, settle_store, operand, local)
+    if isinstance(v.type, TupleType):
+        ctx.fail(node, f"cannot assign a {v.ty.describe()} to the local '{name}': locals hold "
+                       f"numbers; unpack it ({', '.join(f'x{k}' for k in range(len(v.type.elems)))}"
+                       " = ...)", "Assign")
     if not is_scalar(v.type):
         ctx.fail(node, f"cannot assign a {v.ty.describe()} to the local '{name}': locals hold "
                        "numbers (use the params path directly)", "Assign")
@@ -112,8 +128,8 @@ def _target_name(ctx: FnContext, target: ast.expr) -> str:
         ctx.fail(target, f"assignment to '{ast.unparse(target)}': params are read-only in "
                          "kernel code", type(target).__name__)
     if isinstance(target, (ast.Tuple, ast.List)):
-        ctx.fail(target, "tuple unpacking is not supported in kernel code; assign each "
-                         "variable separately", type(target).__name__)
+        ctx.fail(target, "unpacking with several '=' targets is not supported in kernel "
+                         "code; unpack in an assignment of its own", type(target).__name__)
     return reject(ctx, target)
 
 
@@ -140,6 +156,8 @@ def _assign(ctx: FnContext, node: ast.Assign) -> list[Stmt]:
     local = arrays.is_local_call(ctx, node.value)
     if local is not None:
         return list(arrays.declare(ctx, node, local))
+    if len(node.targets) == 1 and isinstance(node.targets[0], (ast.Tuple, ast.List)):
+        return tuples.unpack(ctx, node)
     names = [None if _is_memory_target(ctx, t) else _target_name(ctx, t) for t in node.targets]
     v = _value_or_unresolved(ctx, node.value)
     if v is None:
@@ -297,9 +315,14 @@ def _return(ctx: FnContext, node: ast.Return) -> list[Stmt]:
         return [Return(None)]
     if node.value is None:
         ctx.fail(node, "a kernel function must return a value", "Return")
+    if isinstance(node.value, ast.Tuple):
+        literal = tuples.literal(ctx, node.value)
+        return [] if literal is None else tuples.returned(ctx, node, literal)
     operand = _value_or_unresolved(ctx, node.value)
     if operand is None:
         return []
+    if isinstance(operand, Value) and isinstance(operand.type, TupleType):
+        return tuples.returned(ctx, node, operand)
     if isinstance(operand, Choice) and not ctx.emit:
         ctx.returns.extend(leaf.ty for leaf in operand.leaves())
         return []

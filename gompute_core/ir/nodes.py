@@ -87,7 +87,20 @@ class LocalType:
         return n
 
 
-IRType: TypeAlias = ScalarType | ArrayType | StructType | PointerType | SharedType | LocalType
+@dataclass(frozen=True)
+class TupleType:
+    """Several values returned together by a kernel function (``return a, b``), in order.
+    ``weak`` keeps, per item, the Python-number kind the frontend typed it with (``None``:
+    a NumPy type), so that unpacking computes with what Python returned; renderers use
+    ``elems`` only (a weak item is represented by ``i64``/``f64``/``bool``, as always)."""
+
+    elems: tuple[ScalarType, ...]
+    weak: tuple[str | None, ...]
+
+
+IRType: TypeAlias = (
+    ScalarType | ArrayType | StructType | PointerType | SharedType | LocalType | TupleType
+)
 MemoryType: TypeAlias = PointerType | SharedType
 
 UnaryOp = Literal["neg", "invert"]
@@ -270,6 +283,25 @@ class LocalLoad:
 
 
 @dataclass(frozen=True)
+class MakeTuple:
+    """``(items...)``, a :class:`TupleType` value: returned, or assigned to a temporary
+    the frontend unpacks at once. Each item already has its element type."""
+
+    items: tuple[Expr, ...]
+    type: TupleType
+
+
+@dataclass(frozen=True)
+class TupleItem:
+    """Item ``index`` (a constant) of the :class:`TupleType` value ``value`` (a call of a
+    function returning a tuple, or a temporary)."""
+
+    value: Expr
+    index: int
+    type: ScalarType
+
+
+@dataclass(frozen=True)
 class Atomic:
     """An atomic read-modify-write of ``base[index...]`` (as :class:`Load`), giving the
     element's OLD value. ``value`` has the element type; ``cas`` stores ``value`` only
@@ -286,7 +318,7 @@ class Atomic:
 
 Expr: TypeAlias = (
     Const | Var | Field | Index | Unary | Not | Binary | Compare | Logical | Select | Cast
-    | CallIntrinsic | CallFunction | Geometry | Load | Atomic | LocalLoad
+    | CallIntrinsic | CallFunction | Geometry | Load | Atomic | LocalLoad | MakeTuple | TupleItem
 )
 
 
@@ -399,7 +431,9 @@ class Function:
     (``ret`` None), whose end returns. A raw kernel's ``locals`` include its
     shared arrays (:class:`SharedType`; declared once, never assigned); any function's
     include its local arrays (:class:`LocalType`; zero-initialized at the function's
-    start, declared once, only read and written element-wise).
+    start, declared once, only read and written element-wise). ``ret`` is a
+    :class:`TupleType` for a function returning several values; unpacking one assigns it
+    to a temporary local of that type, then each item to its variable.
     """
 
     name: str

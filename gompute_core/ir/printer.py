@@ -41,6 +41,7 @@ from .nodes import (
     LocalStore,
     LocalType,
     Logical,
+    MakeTuple,
     Not,
     PointerType,
     Return,
@@ -49,6 +50,8 @@ from .nodes import (
     Stmt,
     Store,
     StructType,
+    TupleItem,
+    TupleType,
     Unary,
     Var,
     While,
@@ -76,6 +79,8 @@ def format_type(t: IRType | None) -> str:
         return f"shared {short_name(t.elem)}[{', '.join(map(str, t.shape))}]"
     if isinstance(t, LocalType):
         return f"local {short_name(t.elem)}[{', '.join(map(str, t.shape))}]"
+    if isinstance(t, TupleType):
+        return f"({', '.join(short_name(e) for e in t.elems)})"
     if isinstance(t, StructType):
         return t.name
     if isinstance(t, ArrayType):
@@ -138,6 +143,12 @@ class IRPrinter(Visitor):
         return f"{e.base.name}[{', '.join(self.expr(i, True) for i in e.index)}]"
 
     visit_LocalLoad = visit_Load
+
+    def visit_MakeTuple(self, e: MakeTuple, top: bool) -> str:
+        return f"({', '.join(self.expr(i, True) for i in e.items)})"
+
+    def visit_TupleItem(self, e: TupleItem, top: bool) -> str:
+        return f"{self.expr(e.value, False)}[{e.index}]"
 
     def visit_Atomic(self, e: Atomic, top: bool) -> str:
         args = [f"{e.base.name}[{', '.join(self.expr(i, True) for i in e.index)}]"]

@@ -54,7 +54,7 @@ from .fission import (
 )
 from .kernels import assemble
 from .params import is_aggregate
-from .render import FunctionRenderer, arg_names, const, tname, var
+from .render import FunctionRenderer, arg_names, tname, var, zero
 
 _AXES = "xyz"
 _GEOMETRY_NAMES = ("_GX", "_GY", "_GZ", "_BX", "_BY", "_BZ")
@@ -375,7 +375,7 @@ class RawRenderer(FunctionRenderer):
             if not isinstance(t, ir.SharedType) and name not in self.plan.arrays:
                 if is_aggregate(t):
                     raise Unsupported(f"{fn.source}: a params-record local in a raw kernel")
-                self.emit(1, f"{var(name)} = {const(0, t)}")  # type: ignore[arg-type]
+                self.emit(1, f"{var(name)} = {zero(t)}")
         self.items(self.plan.items, 1)
         return "\n".join(self.lines) + "\n"
 

@@ -61,6 +61,14 @@ def const(value: int | float | bool, t: ScalarType) -> str:
     return f"{T}({int(value)})"
 
 
+def zero(t: ir.IRType) -> str:
+    """A zero of scalar or tuple type ``t`` (how locals start: numba wants one type per
+    variable)."""
+    if isinstance(t, ir.TupleType):
+        return "(" + ", ".join(const(0, e) for e in t.elems) + ")"
+    return const(0, t)  # type: ignore[arg-type]
+
+
 def _constant(e: ir.Expr) -> bool:
     """Whether ``e`` is computed from constants alone (LLVM folds it to one)."""
     if isinstance(e, ir.Const):
@@ -236,6 +244,12 @@ class FunctionRenderer(Visitor):
     def visit_LocalLoad(self, e: ir.LocalLoad) -> str:
         return f"{var(e.base.name)}[{', '.join(self.expr(i) for i in e.index)}]"
 
+    def visit_MakeTuple(self, e: ir.MakeTuple) -> str:
+        return f"({', '.join(self.expr(i) for i in e.items)})"
+
+    def visit_TupleItem(self, e: ir.TupleItem) -> str:
+        return f"{self.expr(e.value)}[{e.index}]"
+
     def visit_CallFunction(self, e: ir.CallFunction) -> str:
         args: list[str] = []
         for a in e.args:
@@ -316,8 +330,8 @@ class FunctionRenderer(Visitor):
             if isinstance(t, ir.LocalType):  # zeroed, as the oracle's numpy.zeros
                 self.emit(1, f"{var(name)} = np.zeros({t.shape}, {tname(t.elem)})")
             elif not is_aggregate(t):
-                self.emit(1, f"{var(name)} = {const(0, t)}")
+                self.emit(1, f"{var(name)} = {zero(t)}")
         self.block(fn.body, 1)
         if not (fn.body and isinstance(fn.body[-1], ir.Return)):
-            self.emit(1, f"return {const(0, fn.ret)}")
+            self.emit(1, f"return {zero(fn.ret)}")  # type: ignore[arg-type]
         return "\n".join(self.lines) + "\n"
