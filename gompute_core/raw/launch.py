@@ -31,10 +31,17 @@ from ..ir.nodes import Atomic, IRType, PointerType, SharedType, Store, StructTyp
 from ..kinds.support import runs_raw, supported_kinds
 from ..plugins import manager
 from ..plugins.records import Artifact, CompileRequest
-from ..runtime.compile import find_prebuilt, find_prebuilt_raw
+from ..runtime.compile import (
+    check_contract,
+    compile_options,
+    contracted,
+    find_prebuilt,
+    find_prebuilt_raw,
+)
 from ..runtime.dim3 import Dim3
 from ..types import as_scalar_type, is_float, is_int, short_name
 from .binding import PackedBinder
+from .bounds import Bound
 from .checked import (
     FaultRecord,
     checked_arguments,
@@ -129,13 +136,19 @@ class RawKernel:
     a handle: a lock makes storing the arguments and launching one step.
     ``checked=True`` (default: ``$GOMPUTE_CHECKED``) loads the kernel in checked mode
     (:mod:`gompute_core.raw.checked`): ``synchronize()`` then raises ``OutOfBounds`` or
-    ``DataRace`` for the first fault since the last one.
+    ``DataRace`` for the first fault since the last one. ``options`` (extra compiler
+    options) and ``contract`` (allow fused multiply-add: results may then differ between
+    backends) are as for :class:`~gompute_core.runtime.kernel.Kernel`.
     """
 
     def __init__(self, kernel: Any, backend: str, device: int = 0, *,
-                 artifact_dir: str | None = None, checked: bool | None = None) -> None:
+                 artifact_dir: str | None = None, options: Sequence[str] = (),
+                 contract: bool = False, checked: bool | None = None) -> None:
         if not isinstance(backend, str):
             raise InvalidArgument(f"backend: expected a backend name, got {backend!r}")
+        where = f"RawKernel({getattr(kernel, 'name', kernel)!r})"
+        opts = compile_options(options, where)
+        check_contract(contract, where)
         info = manager.require(backend).info
         if not runs_raw(info):
             raise Unsupported(f"backend {backend!r} does not run raw kernels (its kinds: "
@@ -144,18 +157,19 @@ class RawKernel:
         dev = manager.open_device(backend, device)
         instrumented = None
         if isinstance(definition, str):
-            found = find_prebuilt_raw(definition, backend, dev.arch, artifact_dir)
+            found = find_prebuilt_raw(definition, backend, dev.arch, artifact_dir, opts,
+                                      contract)
             if found is None:
                 raise _not_found(definition, backend)
             artifact, kir, signature = found
             checked_unavailable(definition, "a prebuilt artifact", checked)
-            bounds: tuple[tuple[str, str], ...] = ()
+            bounds: tuple[Bound, ...] = ()
             params_class = None
         else:
             if definition.source_backends and backend not in definition.source_backends:
                 raise Unsupported(f"raw kernel {definition.name!r} is C source for "
                                   f"{', '.join(definition.source_backends)}, not {backend!r}")
-            kir = definition.lower()
+            kir = contracted(definition.lower(), contract, where)
             signature, bounds = definition.signature, definition.bounds
             params_class = definition.params_class
             if definition.source is not None:
@@ -163,7 +177,7 @@ class RawKernel:
             elif want_checked(checked):
                 instrumented = instrument(kir, serial=dev.has("serial_threads"))
                 kir = instrumented.kernel
-            artifact = self._artifact(definition, kir, backend, dev.arch, artifact_dir)
+            artifact = self._artifact(definition, kir, backend, dev.arch, artifact_dir, opts)
         f64_atomics, self._written = _memory_use(kir)
         if f64_atomics and not dev.has("f64_atomics"):
             raise Unsupported(f"raw kernel {kir.name!r} uses f64 atomics; {backend} device "
@@ -180,7 +194,7 @@ class RawKernel:
         self._static_shared = _static_shared_bytes(kir)
         self.args = RawArgBuffer(raw_arg_layout(slots))
         self._convert = [self._converter(k, name, t) for k, (name, t) in enumerate(slots)]
-        self._bounds = [(self._index(p), self._index(n), p, n) for p, n in bounds]
+        self._bounds = [(self._index(b.ptr), b) for b in bounds]
         self._geometry: dict[tuple[Any, ...], tuple[Any, Any, int]] = {}
         """Launch shapes already checked, keyed by value and type (``True == 1`` and
         ``1.0 == 1`` must not pass as a checked 1): -> (grid, block, shared bytes)."""
@@ -208,11 +222,12 @@ class RawKernel:
 
     @staticmethod
     def _artifact(definition: RawKernelDef, kir: KernelIR, backend: str, arch: str,
-                  artifact_dir: str | None) -> Artifact:
-        artifact = find_prebuilt(kir, backend, arch, artifact_dir)
+                  artifact_dir: str | None, options: tuple[str, ...]) -> Artifact:
+        artifact = find_prebuilt(kir, backend, arch, artifact_dir, options)
         if artifact is None:
             artifact = manager.compile_artifact(CompileRequest(
-                backend=backend, kernel=kir, arch=arch, source=definition.source))
+                backend=backend, kernel=kir, arch=arch, options=options,
+                source=definition.source))
         return artifact
 
     @classmethod
@@ -280,13 +295,13 @@ class RawKernel:
                                   f"on {self.backend} device {self.ordinal}: {exc}") from None
 
     def _check_bounds(self, values: list[Any]) -> None:
-        for ptr_k, len_k, ptr, length in self._bounds:
+        for ptr_k, bound in self._bounds:
             buf = values[ptr_k]
             count = buf.nbytes // buf.dtype.itemsize
-            need = int(values[len_k])
+            need = bound.need(values)
             if need > count:
-                raise InvalidArgument(f"{self.name}: {ptr!r} holds {count} elements but "
-                                      f"{length}={need} (declared as its bound)")
+                raise InvalidArgument(f"{self.name}: {bound.ptr!r} holds {count} elements but "
+                                      f"{bound.text}={need} (declared as its bound)")
 
     # ------------------------------------------------------------------- public surface
     def alloc(self, count: int, dtype: Any) -> Any:

@@ -62,7 +62,7 @@ from .fission import (
 )
 from .kernels import assemble
 from .params import is_aggregate
-from .render import FunctionRenderer, arg_names, call, const, define, tname, var
+from .render import FunctionRenderer, arg_names, call, define, tname, var, zero
 
 _AXES = "xyz"
 _GEOMETRY_NAMES = ("_GX", "_GY", "_GZ", "_BX", "_BY", "_BZ")
@@ -390,7 +390,7 @@ class RawRenderer(FunctionRenderer):
             if not isinstance(t, ir.SharedType) and name not in self.plan.arrays:
                 if is_aggregate(t):
                     raise Unsupported(f"{self.fn.source}: a params-record local in a raw kernel")
-                self.emit(depth, f"{var(name)} = {const(0, t)}")  # type: ignore[arg-type]
+                self.emit(depth, f"{var(name)} = {zero(t)}")
 
     def render_flat(self, p: Phase) -> str:
         """``k_flat``: a kernel whose threads never meet (:meth:`~.fission.Plan.flat`) as
@@ -471,6 +471,11 @@ def render_raw_module(kir: KernelIR) -> str:
     construct the CPU cannot run, naming the kernel)."""
     helpers: set[tuple[str, ScalarType]] = set()
     sources = [FunctionRenderer(fn, helpers).render() for fn in kir.functions[:-1]]
+    if any(isinstance(t, ir.LocalType) for _, t in kir.functions[-1].locals):
+        raise Unsupported(f"raw kernel {kir.name!r}: the CPU backend does not yet run local "
+                          "arrays (g.local_array) declared in a raw kernel's own body (CUDA, "
+                          "HIP and OpenCL do); declare them in a helper function the kernel "
+                          "calls")
     renderer = RawRenderer(kir, helpers)
     parts = [renderer.render_block(), renderer.render_entries()]
     atomics = renderer.atomics
