@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..errors import BackendUnavailable, GomputeWarning, InvalidArgument
+from ..errors import BackendUnavailable, GomputeWarning, InvalidArgument, Unsupported
 from ..ir.kernel import RAW, KernelIR
 from ..ir.nodes import IRType, PointerType, StructType
 from ..plugins import manager
@@ -49,6 +49,10 @@ def compile(spec: Spec, backend: str, arch: str | None = None,
     for o in opts:
         if not isinstance(o, str):
             raise InvalidArgument(f"g.compile: option {o!r} is not a string")
+    if isinstance(spec, Spec) and "entries" not in spec.kind_object.needs:
+        raise Unsupported(f"g.compile: {spec.name!r} is a {spec.kind}, whose device program "
+                          "is raw kernels the core generates when a Kernel opens it; there is "
+                          "no entry point of its own to compile ahead of time")
     if arch is None:
         arch = detected_arch(backend)
     request = CompileRequest(backend=backend, kernel=spec.lower(), arch=arch, options=opts,
