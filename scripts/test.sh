@@ -21,6 +21,8 @@ bash backends/cuda/install-pycuda.sh "$py"
 "$py" -m pip install -q pyopencl pocl-binary-distribution ./examples/gompute-opencl
 # The venv may sit inside the tree (the default does): lint only the project's files.
 "$venv/bin/ruff" check --extend-exclude "$venv" .
+# The core's layers (pyproject.toml [tool.importlinter], docs/architecture.md).
+"$venv/bin/lint-imports"
 "$venv/bin/gompute" info
 status=0
 "$py" -m pytest -q -p no:cacheprovider tests "$@" || status=1

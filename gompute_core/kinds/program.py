@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..backend.args import ArgBuffer, arg_layout
+from ..abi.entry_args import ArgBuffer, arg_layout
 from ..backend.buffer import Buffer
 from ..backend.launch_params import ParamsCache
 from ..codegen.entries import UNROLL

@@ -19,8 +19,9 @@ from typing import Any
 import numpy as np
 
 from ..abi import pack
-from ..backend.args import RawArgBuffer, raw_arg_layout
+from ..abi.entry_args import RawArgBuffer, raw_arg_layout
 from ..backend.buffer import Buffer
+from ..compilation import compile_artifact
 from ..errors import InvalidArgument, KernelNotFound, Unsupported
 from ..interop import as_buffer
 from ..ir.kernel import RAW, KernelIR
@@ -170,7 +171,7 @@ class RawKernel:
                   artifact_dir: str | None) -> Artifact:
         artifact = find_prebuilt(kir, backend, arch, artifact_dir)
         if artifact is None:
-            artifact = manager.compile_artifact(CompileRequest(
+            artifact = compile_artifact(CompileRequest(
                 backend=backend, kernel=kir, arch=arch, source=definition.source))
         return artifact
 

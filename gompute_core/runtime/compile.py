@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..compilation import compile_artifact
 from ..errors import BackendUnavailable, GomputeWarning, InvalidArgument
 from ..ir.kernel import RAW, KernelIR
 from ..ir.nodes import IRType, PointerType, StructType
@@ -53,7 +54,7 @@ def compile(spec: Spec, backend: str, arch: str | None = None,
         arch = detected_arch(backend)
     request = CompileRequest(backend=backend, kernel=spec.lower(), arch=arch, options=opts,
                              source=getattr(spec, "source", None))
-    return manager.compile_artifact(request)
+    return compile_artifact(request)
 
 
 def detected_arch(backend: str) -> str:

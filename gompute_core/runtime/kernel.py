@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from ..compilation import compile_artifact
 from ..errors import BackendUnavailable, GomputeWarning, InvalidArgument, Unsupported
 from ..ir.kernel import KernelIR
 from ..kinds.program import MAX_REDUCE_BLOCKS
@@ -81,7 +82,7 @@ class Kernel:
         device.check_arguments(kir)  # before compiling: the driver would refuse the launch
         artifact = find_prebuilt(kir, backend, device.arch, artifact_dir)
         if artifact is None:
-            artifact = manager.compile_artifact(
+            artifact = compile_artifact(
                 CompileRequest(backend=backend, kernel=kir, arch=device.arch))
         program = device.program(artifact, kir)
         self.spec, self.backend, self.ordinal = spec, backend, ordinal
