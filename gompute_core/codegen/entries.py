@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from ..backend.args import has_params
+from ..abi.entry_args import has_params
 from ..ir import nodes as ir
 from ..ir.kernel import KernelIR
 from ..kinds.base import UNROLL
