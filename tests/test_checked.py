@@ -15,7 +15,7 @@ import pytest
 from raw_examples import EXAMPLES
 
 import gompute_core as g
-from gompute_core.backend.compiler import cache_key
+from gompute_core.compilation.pipeline import cache_key
 from gompute_core.errors import (
     BarrierDivergence,
     DataRace,
@@ -320,7 +320,7 @@ def test_checked_c_family_source_compiles(name: str) -> None:
     """NVRTC (CUDA) and hiprtc (HIP) compile the checked kernels, where they load."""
     pytest.importorskip("gompute_cuda")
     pytest.importorskip("gompute_hip")
-    from gompute_core.backend import compile_kernel
+    from gompute_core.compilation import compile_kernel
 
     kir = instrument(EXAMPLES[name].kernel.lower()).kernel
     compiled = 0

@@ -137,7 +137,7 @@ def k_annassign(x):
 
 
 def k_unpack(x):
-    a, *b = x, x
+    a, *_rest = x, x
     return a
 
 
