@@ -69,6 +69,8 @@ _LAZY: dict[str, str] = {
     "all": "gompute_core.kinds.reduce:all",
     "gather": "gompute_core.kinds.move:gather",
     "scatter": "gompute_core.kinds.move:scatter",
+    "elementwise": "gompute_core.kinds.elementwise:elementwise",
+    "Scalar": "gompute_core.kinds.elementwise:Scalar",
     "Spec": "gompute_core.specs:Spec",
     # handles
     "Kernel": "gompute_core.runtime.kernel:Kernel",

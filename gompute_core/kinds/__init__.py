@@ -5,13 +5,16 @@ every backend shares.
 :func:`kinds`); :mod:`.map` (map, map_indexed), :mod:`.map_to`, :mod:`.zip`,
 :mod:`.reduce` and :mod:`.move` (gather, scatter) are the kinds: each owns its
 roles, entry arguments, constructor, lowering, launch and run front ends, fold
-and Dask chunk rule. Importing this package registers them all; the list of
+and Dask chunk rule. :mod:`.elementwise` (``g.elementwise``) has no entry of its
+own: it writes raw kernels (:mod:`.elementwise_source`) and runs them itself
+(:mod:`.elementwise_program`). Importing this package registers them all; the list of
 kinds is the registry's. :mod:`.program` is the loaded program the launch front
 ends drive (argument buffer, operand checks, grid, streams); :mod:`.run` is
 ``Kernel.run``'s host plans (elementwise, pipelined, fold, move).
 """
 
 from .base import Kind, kind_named, kind_names, kinds
+from .elementwise import ELEMENTWISE
 from .map import MAP, MAP_INDEXED
 from .map_to import MAP_TO
 from .move import GATHER, SCATTER
@@ -19,4 +22,4 @@ from .reduce import REDUCE
 from .zip import ZIP
 
 __all__ = ["Kind", "kind_named", "kind_names", "kinds", "MAP", "MAP_INDEXED", "MAP_TO", "ZIP",
-           "REDUCE", "GATHER", "SCATTER"]
+           "REDUCE", "GATHER", "SCATTER", "ELEMENTWISE"]

@@ -33,7 +33,7 @@ def _closed(*args: Any, **kwargs: Any) -> Any:
 
 def capability_gap(info: BackendInfo, spec: Spec) -> str:
     """Why ``info``'s backend cannot run ``spec`` (kind or value type), or ``""``."""
-    if spec.kind not in info.kinds:
+    if getattr(spec.kind_object, "backend_kind", spec.kind) not in info.kinds:
         return f"backend {info.name!r} does not support {spec.kind} kernels"
     for role, t in spec.value_types:
         if short_name(t) in info.unsupported_types:
@@ -75,6 +75,10 @@ class Kernel:
             raise Unsupported(f"{spec.name}: {gap}")
         kir = spec.lower()
         device = manager.open_device(backend, ordinal)
+        opener = getattr(spec.kind_object, "open", None)
+        if opener is not None:  # a kind launching raw kernels of its own (elementwise)
+            self._open_program(spec, backend, ordinal, device, opener(spec, device))
+            return
         device.check_arguments(kir)  # before compiling: the driver would refuse the launch
         artifact = find_prebuilt(kir, backend, device.arch, artifact_dir)
         if artifact is None:
@@ -92,6 +96,22 @@ class Kernel:
         self._run = spec.kind_object.run(self)
         self._at = (device, program.stream)
         """What ``checks.array`` needs to take foreign arrays: the device and run's stream."""
+        self._closed_flag = False
+
+    def _open_program(self, spec: Spec, backend: str, ordinal: int, device: Any,
+                      program: Any) -> None:
+        """Set the handle's attributes for a kind whose program is its own (its ``run`` and
+        ``launch``, ``stream`` and ``close``; ``kernel_ir``/``artifact``: its first entry)."""
+        self.spec, self.backend, self.ordinal = spec, backend, ordinal
+        self.kernel_ir, self.artifact = program.flat.kernel_ir, program.flat.artifact
+        self.device = device
+        self.program = program
+        self.launch = program.launch
+        self._runner = program
+        self._P = spec.params
+        self._types = {role: np.dtype(t) for role, t in spec.value_types}
+        self._run = spec.kind_object.run(self)
+        self._at = (device, program.stream)
         self._closed_flag = False
 
     # ----------------------------------------------------------------- public surface
@@ -150,7 +170,7 @@ class Kernel:
         buf.dtype = dtype  # how other libraries see it (interop)
         return buf
 
-    def run(self, *args: Any) -> Any:
+    def run(self, *args: Any, **kwargs: Any) -> Any:
         """Validate, then run; returns the output array or the reduce result.
 
         map/map_indexed ``(data, p)`` -> ``data``; map_to ``(inp, out, p)`` ->
@@ -161,8 +181,10 @@ class Kernel:
         device exposing ``__cuda_array_interface__``, ``__dlpack__`` or
         ``__array_interface__`` (CuPy, torch, numba, JAX): device arrays are
         used in place, stream-ordered with their producer (``docs/interop.md``).
+        elementwise ``(*ins, out=None, p=None)`` -> the output, or a tuple of them
+        (``docs/elementwise.md``).
         """
-        return self._run(*args)
+        return self._run(*args, **kwargs)
 
     def close(self) -> None:
         """Free the buffers ``run`` keeps; later calls raise ``InvalidArgument`` (idempotent)."""

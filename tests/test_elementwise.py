@@ -1,0 +1,290 @@
+"""The elementwise kind (``g.elementwise``) against NumPy: several inputs and outputs,
+scalars, broadcasting, strided views (negative strides, transposes, column slices) read
+and written in place, 0-d and empty arrays, output allocation, every scalar type, launch
+on buffers, and the refusals. CPU always; OpenCL (PoCL) and CUDA where they run."""
+
+from __future__ import annotations
+
+import itertools
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import gompute_core as g
+from gompute_core.errors import BackendUnavailable, UnsupportedBackend
+from gompute_core.plugins import manager
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "gompute-opencl"
+BACKENDS = ("cpu", "opencl", "cuda")  # not HIP: hiprtc and PoCL abort when both load
+_ids = itertools.count()
+
+
+def uname(base: str = "ew") -> str:
+    return f"{base}_{next(_ids)}"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def registry() -> Iterator[None]:
+    """The installed backends plus the OpenCL example where it imports."""
+    with manager.isolated(discover=True):
+        if "opencl" not in {r.name for r in manager.backends()}:
+            sys.path.insert(0, str(EXAMPLE))
+            try:
+                from gompute_opencl import plugin
+            except ImportError:
+                plugin = None
+            finally:
+                sys.path.remove(str(EXAMPLE))
+            if plugin is not None:
+                manager.register(plugin, "opencl")
+        yield
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    name = request.param
+    try:
+        avail = manager.probe(name)
+    except (UnsupportedBackend, BackendUnavailable) as exc:
+        pytest.skip(f"{name}: {exc}")
+    if not avail.available:
+        pytest.skip(f"{name} unavailable: {avail.reason}")
+    return name
+
+
+def fma3(a, b, c):
+    return a * b + c
+
+
+def sum_diff(a, b):
+    return a + b, a - b
+
+
+def axpb(a, x, b):
+    return a * x + b
+
+
+AXPB = g.elementwise("ew_axpb", axpb, ins=(g.Scalar[g.f32], g.f32, g.f32), outs=g.f32)
+
+
+def oracle(fn: Any, ins: list[Any], out_types: list[Any]) -> list[np.ndarray]:
+    """``fn`` run as plain Python on NumPy scalars of the broadcast inputs."""
+    arrays = [np.asarray(a) for a in ins]
+    shape = np.broadcast_shapes(*(a.shape for a in arrays))
+    outs = [np.empty(shape, t) for t in out_types]
+    wide = [np.broadcast_to(a, shape) for a in arrays]
+    for idx in np.ndindex(*shape):
+        r = fn(*(w[idx] for w in wide))
+        r = r if isinstance(r, tuple) else (r,)
+        for o, v in zip(outs, r, strict=True):
+            o[idx] = v
+    return outs
+
+
+def rand(shape: Any, dtype: Any, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    if np.dtype(dtype) == np.bool_:
+        return rng.integers(0, 2, shape).astype(np.bool_)
+    if np.issubdtype(dtype, np.integer):
+        info = np.iinfo(dtype)
+        return rng.integers(max(info.min, -100), min(info.max, 100), shape, endpoint=True
+                            ).astype(dtype)
+    return rng.standard_normal(shape).astype(dtype)
+
+
+# ---- layouts ------------------------------------------------------------------------------
+def _views() -> list[tuple[str, Any]]:
+    """(label, make(x_base) -> view) of a (6, 8) f32 array."""
+    return [("contiguous", lambda a: a),
+            ("transpose", lambda a: a.T),
+            ("negative", lambda a: a[::-1, ::-2]),
+            ("column", lambda a: a[:, 3]),
+            ("row_step", lambda a: a[1::2]),
+            ("zero_d", lambda a: a[2, 5, ...])]
+
+
+@pytest.mark.parametrize("label,view", _views(), ids=[v[0] for v in _views()])
+def test_strided_views_read_in_place(backend: str, label: str, view: Any) -> None:
+    x = view(rand((6, 8), np.float32, 1))
+    b = view(rand((6, 8), np.float32, 2))
+    with g.Kernel(AXPB, backend) as k:
+        got = k.run(np.float32(1.5), x, b)
+    want = oracle(lambda x_, b_: fma3(np.float32(1.5), x_, b_), [x, b], [np.float32])[0]
+    assert got.shape == want.shape and got.dtype == np.float32
+    np.testing.assert_array_equal(got, want)
+
+
+def test_written_in_place_into_views(backend: str) -> None:
+    with g.Kernel(AXPB, backend) as k:
+        for label, view in _views():
+            base = rand((6, 8), np.float32, 3)
+            before = base.copy()
+            x = view(rand((6, 8), np.float32, 4))
+            out = view(base)
+            result = k.run(np.float32(2), x, x, out=out)
+            assert result is out, label
+            want = before.copy()
+            view(want)[...] = oracle(lambda a, c: fma3(np.float32(2), a, c), [x, x],
+                                     [np.float32])[0]
+            np.testing.assert_array_equal(base, want, err_msg=label)  # only the view changed
+
+
+def test_in_place_update_of_an_input(backend: str) -> None:
+    base = rand((5, 7), np.float32, 5)
+    want = base.copy()
+    col = base[:, 2]
+    want[:, 2] = 3 * col + col
+    with g.Kernel(AXPB, backend) as k:
+        k.run(np.float32(3), col, col, out=col)
+    np.testing.assert_array_equal(base, want)
+
+
+def test_broadcasting_1x3_with_10x1(backend: str) -> None:
+    a = rand((1, 3), np.float32, 6)
+    b = rand((10, 1), np.float32, 7)
+    with g.Kernel(AXPB, backend) as k:
+        got = k.run(np.float32(-0.5), a, b)
+        got3 = k.run(np.float32(1), rand((4, 1, 3), np.float32, 8)[:, :, ::-1], b)
+    assert got.shape == (10, 3)
+    np.testing.assert_array_equal(got, -0.5 * a + b)
+    assert got3.shape == (4, 10, 3)
+    np.testing.assert_array_equal(got3, rand((4, 1, 3), np.float32, 8)[:, :, ::-1] + b)
+
+
+def test_several_outputs_and_empty_and_zero_d(backend: str) -> None:
+    spec = g.elementwise(uname(), sum_diff, ins=(g.i32, g.i32), outs=(g.i32, g.i32))
+    a, b = rand((9, 4), np.int32, 9), rand((4,), np.int32, 10)
+    with g.Kernel(spec, backend) as k:
+        s, d = k.run(a, b)
+        np.testing.assert_array_equal(s, a + b)
+        np.testing.assert_array_equal(d, a - b)
+        o1 = np.zeros((9, 4), np.int32)
+        s2, d2 = k.run(a, b, out=(o1, None))
+        assert s2 is o1 and d2.shape == (9, 4)
+        np.testing.assert_array_equal(o1, a + b)
+        e1, e2 = k.run(np.zeros((0, 3), np.int32), np.zeros(3, np.int32))
+        assert e1.shape == e2.shape == (0, 3)
+        z1, z2 = k.run(np.array(5, np.int32), np.array(3, np.int32))
+        assert z1.shape == () and int(z1) == 8 and int(z2) == 2
+
+
+@pytest.mark.parametrize("t", [g.i8, g.i16, g.i32, g.i64, g.u8, g.u16, g.u32, g.u64, g.f32,
+                               g.f64, bool], ids=lambda t: np.dtype(t).name)
+def test_every_scalar_type(t: Any) -> None:
+    if t is bool:
+        def fn(a, s):
+            return a != s
+        ins, out = (bool, g.Scalar[bool]), bool
+    else:
+        def fn(a, s):
+            return a * s + a
+        ins, out = (t, g.Scalar[t]), t
+    spec = g.elementwise(uname(), fn, ins=ins, outs=out)
+    dt = np.dtype(t)
+    a = rand((33, 5), dt, 11)[:, ::-2]
+    s = dt.type(1) if dt != np.bool_ else np.bool_(True)
+    with g.Kernel(spec, "cpu") as k:
+        got = k.run(a, s)
+    with np.errstate(over="ignore"):
+        want = oracle(lambda x: fn(x, s), [a], [dt])[0]
+    np.testing.assert_array_equal(got, want)
+
+
+@g.params
+class Shift:
+    by: g.f64
+
+
+def shifted(a, p):
+    return a + p.by
+
+
+def test_params_in_flat_and_strided_variants() -> None:
+    spec = g.elementwise(uname(), shifted, ins=(g.f64,), outs=g.f64, P=Shift)
+    a = rand((4, 6), np.float64, 12)
+    with g.Kernel(spec, "cpu") as k:
+        np.testing.assert_array_equal(k.run(a, p=Shift(by=2.5)), a + 2.5)
+        np.testing.assert_array_equal(k.run(a.T, p=Shift(by=-1)), a.T - 1)
+        with pytest.raises(g.InvalidArgument, match="takes a Shift"):
+            k.run(a)
+
+
+def test_launch_on_buffers(backend: str) -> None:
+    n = 1000
+    x, b = rand(n, np.float32, 13), rand(n, np.float32, 14)
+    with g.Kernel(AXPB, backend) as k:
+        bx, bb, bo = k.alloc(n, "x"), k.alloc(n, "b"), k.alloc(n)
+        bx.upload(x)
+        bb.upload(b)
+        k.launch(np.float32(2), bx, bb, out=bo)
+        k.context.synchronize()
+        got = np.empty(n, np.float32)
+        bo.download(got)
+        np.testing.assert_array_equal(got, 2 * x + b)
+        k.launch(np.float32(1), bx, bb, out=bo, n=10)  # the first 10 only
+        k.context.synchronize()
+        bo.download(got)
+        np.testing.assert_array_equal(got[:10], x[:10] + b[:10])
+        np.testing.assert_array_equal(got[10:], 2 * x[10:] + b[10:])
+        with pytest.raises(g.InvalidArgument, match="needs every output"):
+            k.launch(np.float32(1), bx, bb)
+        for buf in (bx, bb, bo):
+            buf.free()
+
+
+def test_bad_input_is_refused_and_data_untouched() -> None:
+    x = rand((10, 1), np.float32, 15)
+    keep = x.copy()
+    with g.Kernel(AXPB, "cpu") as k:
+        with pytest.raises(g.InvalidArgument, match=r"x \(10, 1\), b \(4, 3\)"):
+            k.run(np.float32(1), x, np.ones((4, 3), np.float32))
+        with pytest.raises(g.InvalidArgument, match="dtype float64"):
+            k.run(np.float32(1), x.astype(np.float64), x)
+        with pytest.raises(g.InvalidArgument, match="float64 where f32"):
+            k.run(np.float64(1), x, x)
+        ro = np.ones((10, 1), np.float32)
+        ro.flags.writeable = False
+        with pytest.raises(g.InvalidArgument, match="read-only"):
+            k.run(np.float32(1), x, x, out=ro)
+        with pytest.raises(g.InvalidArgument, match="never broadcast"):
+            k.run(np.float32(1), x, x, out=np.ones(1, np.float32))
+        base = np.ones(11, np.float32)
+        with pytest.raises(g.InvalidArgument, match="overlaps x"):
+            k.run(np.float32(1), base[:10], base[:10], out=base[1:])
+        with pytest.raises(g.InvalidArgument, match="takes 3 inputs"):
+            k.run(x, x)
+        with pytest.raises(g.InvalidArgument, match="expected an array"):
+            k.run(np.float32(1), [1.0], x)
+    np.testing.assert_array_equal(x, keep)
+
+
+def test_constructor_refusals() -> None:
+    with pytest.raises(g.InvalidArgument, match="expected 2"):
+        g.elementwise(uname(), fma3, ins=(g.f32, g.f32), outs=g.f32)
+    with pytest.raises(g.InvalidArgument, match="outputs are arrays"):
+        g.elementwise(uname(), fma3, ins=(g.f32, g.f32, g.f32), outs=(g.Scalar[g.f32],))
+    with pytest.raises(g.InvalidArgument, match="every input is a g.Scalar"):
+        g.elementwise(uname(), fma3, ins=(g.Scalar[g.f32],) * 3, outs=g.f32)
+    with pytest.raises(g.InvalidArgument, match="scalar type"):
+        g.elementwise(uname(), fma3, ins=(g.f32, float, g.f32), outs=g.f32)
+
+
+def test_dimensions_are_collapsed() -> None:
+    """A contiguous or Fortran-order problem runs the flat entry; a column slice of a 3-D
+    array needs two dimensions, not three."""
+    spec = g.elementwise(uname(), lambda a: a + 1, ins=(g.i64,), outs=g.i64)
+    a = np.arange(2 * 3 * 4, dtype=np.int64).reshape(2, 3, 4)
+    with g.Kernel(spec, "cpu") as k:
+        k.run(a)
+        k.run(np.asfortranarray(a), out=np.empty((2, 3, 4), np.int64, order="F"))
+        assert k.program.variants() == (f"{spec.name}_flat",)
+        got = k.run(a[:, :, 1])
+        np.testing.assert_array_equal(got, a[:, :, 1] + 1)
+        assert k.program.variants()[1:] == (f"{spec.name}_nd1",)
+        got = k.run(a[:, ::2, ::-3])
+        np.testing.assert_array_equal(got, a[:, ::2, ::-3] + 1)
+        assert k.program.variants()[2:] == (f"{spec.name}_nd3",)
