@@ -288,3 +288,64 @@ def test_dimensions_are_collapsed() -> None:
         got = k.run(a[:, ::2, ::-3])
         np.testing.assert_array_equal(got, a[:, ::2, ::-3] + 1)
         assert k.program.variants()[2:] == (f"{spec.name}_nd3",)
+
+
+def test_launch_in_place_and_broadcast_buffers(backend: str) -> None:
+    n = 300
+    x = rand(n, np.float32, 16)
+    with g.Kernel(AXPB, backend) as k:
+        bx, one = k.alloc(n, "x"), k.alloc(1, "b")
+        bx.upload(x)
+        one.upload(np.array([0.25], np.float32))
+        k.launch(np.float32(3), bx, one, out=bx)  # in place; b broadcast from one element
+        k.context.synchronize()
+        got = np.empty(n, np.float32)
+        bx.download(got)
+        np.testing.assert_array_equal(got, 3 * x + np.float32(0.25))
+        with pytest.raises(g.InvalidArgument, match="buffer of"):
+            k.launch(np.float32(3), bx, k.device.alloc(4 * n), out=bx)  # untyped bytes
+        bx.free()
+        one.free()
+
+
+class _Interface:
+    """A foreign host array (NumPy's array interface only), strides included."""
+
+    def __init__(self, arr: np.ndarray) -> None:
+        self.arr = arr
+        self.__array_interface__ = arr.__array_interface__
+
+
+def test_foreign_host_arrays_with_strides() -> None:
+    base = rand((8, 6), np.float32, 17)
+    view = base[::-2, 1::2]
+    want = 2 * view + view
+    with g.Kernel(AXPB, "cpu") as k:
+        got = k.run(np.float32(2), _Interface(view), view)
+        np.testing.assert_array_equal(got, want)
+        k.run(np.float32(2), view, view, out=_Interface(view))
+    np.testing.assert_array_equal(base[::-2, 1::2], want)
+
+
+def test_cupy_strided_views_in_place() -> None:
+    cp = pytest.importorskip("cupy", reason="CuPy (a CUDA GPU) is needed")
+    try:
+        avail = manager.probe("cuda")
+    except (UnsupportedBackend, BackendUnavailable) as exc:
+        pytest.skip(f"cuda: {exc}")
+    if not avail.available:
+        pytest.skip(f"cuda unavailable: {avail.reason}")
+    host = rand((64, 48), np.float32, 18)
+    x = cp.asarray(host)
+    with g.Kernel(AXPB, "cuda") as k:
+        got = k.run(np.float32(2), x[:, 3], x[::-1, 5])  # column slices, negative stride
+        np.testing.assert_array_equal(cp.asnumpy(cp.asarray(got)),
+                                      2 * host[:, 3] + host[::-1, 5])
+        k.run(np.float32(1), x.T, x.T, out=x.T)  # a transpose, in place
+        np.testing.assert_array_equal(cp.asnumpy(x), host + host)
+        y = cp.zeros((64, 48), cp.float32)
+        k.launch(np.float32(3), x[:, ::2], x[:1, ::2], out=y[:, ::2])
+        k.context.synchronize()
+        want = np.zeros((64, 48), np.float32)
+        want[:, ::2] = 3 * (host + host)[:, ::2] + (host + host)[:1, ::2]
+        np.testing.assert_array_equal(cp.asnumpy(y), want)

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..backend.buffer import Buffer
 from ..errors import InvalidArgument
 from ..interop import TypedView
 from ..raw.launch import RawKernel, _scalar_converter
@@ -33,7 +34,6 @@ from .elementwise_source import make_variant
 from .foreign import order_after, order_before
 
 if TYPE_CHECKING:
-    from ..backend.buffer import Buffer
     from ..backend.device import Device, Stream
     from .elementwise import ElementwiseSpec
 
@@ -70,6 +70,8 @@ class ElementwiseProgram:
                          if spec.is_scalar(k)}
         self._host = not device.packs_arguments
         self._grid_cap = device.max_grid_blocks(spec.block_size)
+        self._buffer_classes: set[type] = set()
+        """Buffer subclasses met so far (``isinstance`` against the ABC, once per class)."""
         self.flat = self._variant(None)
         """The contiguous variant (compiled when the kernel is opened)."""
 
@@ -174,6 +176,8 @@ class ElementwiseProgram:
         if n is not None and (isinstance(n, bool) or not hasattr(n, "__index__")
                               or n.__index__() < 0):
             raise InvalidArgument(f"launch: n must be a non-negative int, got {n!r}")
+        if self._buffers_launch(args, out, n, p):
+            return
         values, ins, outs, _ = self._arguments(args, out, p, None if n is None else
                                                n.__index__())
         if any(o is None for o in outs):
@@ -187,6 +191,56 @@ class ElementwiseProgram:
                                           f"runs on {self.device!r} (use run, or upload it)")
         check_overlap(ins, done)
         self._launch(values, ins, done, p)
+
+    def _buffers_launch(self, args: tuple[Any, ...], out: Any, n: Any, p: Any) -> bool:
+        """The common launch on typed buffers of this device holding the same count (or at
+        least ``n``), checked in one pass without describing operands: False when anything
+        differs (the general path then launches, or raises the precise error)."""
+        outs = out if type(out) is tuple else (out,)
+        if len(args) != len(self._in_dtypes) or len(outs) != len(self._out_dtypes):
+            return False
+        P = self.spec.params
+        if (p is not None and type(p) is not P) or (P is not None and p is None):
+            return False
+        dev, count = self.device, n
+        values: list[Any] = []
+        spans: list[tuple[int, int, bool]] = []
+        for k, a in enumerate((*args, *outs)):
+            convert = self._scalars.get(k) if k < len(args) else None
+            if convert is not None:
+                values.append(convert(a))
+                continue
+            dtype = self._in_dtypes[k] if k < len(args) else self._out_dtypes[k - len(args)]
+            if a.__class__ not in self._buffer_classes:
+                if not isinstance(a, Buffer):
+                    return False
+                self._buffer_classes.add(a.__class__)
+            if a.device is not dev or a._freed or a.dtype is not dtype:
+                return False
+            held = a.nbytes // dtype.itemsize
+            if count is None:
+                count = held
+            if held < count or (n is None and held != count):
+                return False
+            values.append(a)
+            spans.append((a.addr, dtype.itemsize, k >= len(args)))
+        if count is None:
+            return False
+        for j, (addr, size, written) in enumerate(spans):
+            if not written:
+                continue
+            for i, (other, osize, other_written) in enumerate(spans):
+                if i != j and addr < other + count * osize and other < addr + count * size \
+                        and (other_written or (other, osize) != (addr, size)):
+                    return False
+        if count:
+            values.append(count)
+            if P is not None:
+                values.append(p)
+            bs = self.block_size
+            self.flat.launch(max(1, min(-(-count // bs), self._grid_cap)), bs, values,
+                             stream=self._stream)
+        return True
 
     def _allocate(self, k: int, shape: tuple[int, ...], host: bool) -> tuple[Any, Operand]:
         dtype, name = self._out_dtypes[k], f"out{k}"
