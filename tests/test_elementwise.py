@@ -349,3 +349,15 @@ def test_cupy_strided_views_in_place() -> None:
         want = np.zeros((64, 48), np.float32)
         want[:, ::2] = 3 * (host + host)[:, ::2] + (host + host)[:1, ::2]
         np.testing.assert_array_equal(cp.asnumpy(y), want)
+
+
+def test_threads_share_one_handle(backend: str) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    inputs = [(rand((40, 30), np.float32, 30 + j)[:, ::3], rand(10, np.float32, 60 + j))
+              for j in range(16)]
+    with g.Kernel(AXPB, backend) as k:
+        with ThreadPoolExecutor(4) as pool:
+            got = list(pool.map(lambda xb: k.run(np.float32(2), *xb), inputs))
+    for (x, b), r in zip(inputs, got, strict=True):
+        np.testing.assert_array_equal(r, 2 * x + b)

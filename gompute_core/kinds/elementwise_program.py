@@ -60,6 +60,9 @@ class ElementwiseProgram:
         self.block_size = spec.block_size
         self._stream: Stream = device.stream
         self._lock = threading.Lock()
+        self._launching = threading.Lock()
+        """Held while a variant's arguments are written and launched (threads sharing a
+        handle never launch with each other's arguments)."""
         self._variants: dict[int | None, RawKernel] = {}
         self._metas: dict[int, type] = {}
         self._in_dtypes = [np.dtype(t) for t in spec.ins]
@@ -238,8 +241,9 @@ class ElementwiseProgram:
             if P is not None:
                 values.append(p)
             bs = self.block_size
-            self.flat.launch(max(1, min(-(-count // bs), self._grid_cap)), bs, values,
-                             stream=self._stream)
+            with self._launching:
+                self.flat.launch(max(1, min(-(-count // bs), self._grid_cap)), bs, values,
+                                 stream=self._stream)
         return True
 
     def _allocate(self, k: int, shape: tuple[int, ...], host: bool) -> tuple[Any, Operand]:
@@ -343,7 +347,8 @@ class ElementwiseProgram:
         s = self._stream
         if foreign:
             order_before(self.device, s, foreign)  # type: ignore[arg-type]
-        kernel.launch(grid, bs, args, stream=s)
+        with self._launching:
+            kernel.launch(grid, bs, args, stream=s)
         if foreign:
             order_after(self.device, s, foreign)  # type: ignore[arg-type]
 
