@@ -45,7 +45,8 @@ from gompute_core.errors import CompileFailed, InvalidArgument, NoDevice
 from gompute_core.ir.kernel import KernelIR
 from gompute_core.specs import Spec, registered_spec
 
-KINDS = ("map", "map_to", "zip", "map_indexed", "reduce", "gather", "scatter")
+FEATURES = ("entries",)
+"""The kernel features this backend runs: the spec kinds' entry points (no raw kernels)."""
 _ROLES = {"map": ("T",), "map_indexed": ("T",), "map_to": ("In", "Out"),
           "zip": ("A", "B", "Out"), "reduce": ("T", "T"), "gather": ("T", "Idx", "T"),
           "scatter": ("T", "Idx", "T")}
@@ -289,8 +290,9 @@ class PyBackend:
 
     @hookimpl
     def gompute_backend_info(self) -> BackendInfo:
-        return BackendInfo(self.name, "0.0.test", self.api_version, self.priority, KINDS,
-                           self.unsupported_types, "pure-Python reference backend")
+        return BackendInfo(self.name, "0.0.test", self.api_version, self.priority, (),
+                           self.unsupported_types, "pure-Python reference backend",
+                           features=FEATURES)
 
     @hookimpl
     def gompute_probe(self) -> Availability:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import pickle
 
@@ -11,10 +12,13 @@ from pybackend import PyBackend
 
 import gompute_core as g
 from gompute_core import kinds, specs
+from gompute_core.backend import hookimpl
 from gompute_core.backend.args import arg_layout
-from gompute_core.errors import InvalidArgument
+from gompute_core.errors import InvalidArgument, Unsupported
 from gompute_core.ir import kernel as ir_kernel
+from gompute_core.kinds import support
 from gompute_core.plugins import manager
+from gompute_core.plugins.records import BackendInfo
 
 _ids = itertools.count()
 
@@ -133,3 +137,49 @@ def test_launch_and_run_are_the_kinds_front_ends(host_memory: bool) -> None:
         zspec = g.map_to(uname(), g.i32, g.f64, None, twice)
         with g.Kernel(zspec, "kindref") as k:
             assert k.alloc(2).nbytes == 16  # map_to allocates Out by default
+
+
+# ---------------------------------------------------------------- kernel features (step 2)
+def info(kinds_: tuple[str, ...] = (), features: tuple[str, ...] | None = None) -> BackendInfo:
+    """A ``BackendInfo`` declaring ``kinds_`` (deprecated) and ``features``."""
+    return BackendInfo("feat", "0", 2, 1, kinds_, features=features)
+
+
+def test_features_decide_the_kinds() -> None:
+    every = set(kinds.kind_names())
+    on_raw = {"elementwise"}  # kinds whose entries are raw kernels the core writes
+    assert set(support.supported_kinds(info(features=("entries",)))) == every - on_raw
+    assert set(support.supported_kinds(info(features=("entries", "raw")))) == every | {"raw"}
+    assert support.supported_kinds(info(features=("raw",))) == ("elementwise", "raw")
+    assert support.supported_kinds(info(features=())) == ()
+    assert support.runs_raw(info(features=("raw",)))
+
+
+def test_kind_names_alone_still_work_deprecated() -> None:
+    """A backend with no ``features`` runs exactly the kinds it names (and raw kernels
+    with their builtins when it names "raw")."""
+    old = info(("map", "reduce"))
+    assert support.supported_kinds(old) == ("map", "reduce")
+    assert not support.runs(old, kinds.ZIP) and not support.runs_raw(old)
+    assert support.backend_features(info(("map", "raw"))) == support.RAW_FEATURES
+    assert support.supported_kinds(info(("map", "raw"))) == ("map", "elementwise", "raw")
+
+
+def test_an_unknown_feature_is_named() -> None:
+    with pytest.raises(InvalidArgument, match=r"'feat' declares unknown kernel feature\(s\) "
+                                              r"warp_shuffle"):
+        support.backend_features(info(features=("entries", "warp_shuffle")))
+
+
+def test_a_backend_without_a_feature_refuses_the_kind() -> None:
+    """``g.Kernel`` refuses a spec whose kind needs a feature the backend lacks, before
+    compiling; the conformance suite reads the same decision."""
+    class NoFeatures(PyBackend):
+        @hookimpl
+        def gompute_backend_info(self) -> BackendInfo:
+            return dataclasses.replace(super().gompute_backend_info(), features=())
+
+    with manager.isolated():
+        manager.register(NoFeatures("nofeat"))
+        with pytest.raises(Unsupported, match="backend 'nofeat' does not support map kernels"):
+            g.Kernel(g.map(uname(), g.f32, None, twice), "nofeat")

@@ -13,13 +13,16 @@ ends drive (argument buffer, operand checks, grid, streams); :mod:`.run` is
 ``Kernel.run``'s host plans (elementwise, pipelined, fold, move).
 """
 
+# isort: off
+# importing a kind's module registers it: this order is the order kinds are listed in
 from .base import Kind, kind_named, kind_names, kinds
-from .elementwise import ELEMENTWISE
 from .map import MAP, MAP_INDEXED
 from .map_to import MAP_TO
-from .move import GATHER, SCATTER
-from .reduce import REDUCE
 from .zip import ZIP
+from .reduce import REDUCE
+from .move import GATHER, SCATTER
+from .elementwise import ELEMENTWISE
+# isort: on
 
 __all__ = ["Kind", "kind_named", "kind_names", "kinds", "MAP", "MAP_INDEXED", "MAP_TO", "ZIP",
            "REDUCE", "GATHER", "SCATTER", "ELEMENTWISE"]

@@ -19,7 +19,8 @@ once in its own module (:mod:`.map`, :mod:`.map_to`, :mod:`.zip`,
   (:meth:`Kind.bind_run`);
 * the host-side **fold** of partials (:meth:`Kind.fold`) and the **Dask chunk
   rule** (:attr:`Kind.dask_inputs`, :meth:`Kind.dask_chunk`);
-* what it **needs** of a backend (:attr:`Kind.needs`: capability names).
+* what it **needs** of a backend (:attr:`Kind.needs`: kernel feature names;
+  :mod:`.support` decides from them which backends run it).
 
 ``spec.kind`` stays the kind's name, a ``str`` (``spec.kind == "map"``), so
 specs pickle, hash and print as before; ``spec.kind_object`` (or
@@ -88,8 +89,10 @@ class Kind:
     pipelines: bool = True
     """Whether ``run`` may cut the work into chunks on a device with streams (not when an
     element's result depends on its absolute position)."""
-    needs: frozenset[str] = frozenset()
-    """Capabilities a backend must declare to run this kind (beyond the kernel basics)."""
+    needs: frozenset[str] = frozenset({"entries"})
+    """The kernel features a backend must declare to run this kind
+    (:mod:`gompute_core.kinds.support`): the seven kinds of plugin API 2 need
+    ``entries`` (the backend renders their entry points)."""
     dask_inputs: tuple[tuple[str, str], ...] = ()
     """The arrays ``gompute_core.dask.map_blocks`` takes for this kind: ``(name, role)``;
     empty when map_blocks does not run it."""

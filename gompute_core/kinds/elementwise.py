@@ -104,8 +104,9 @@ class ElementwiseKind(Kind):
     default_role = "out0"
     output_role = "out0"
     pipelines = False
-    backend_kind = RAW
-    """Its entries are raw kernels: it runs on every backend that runs raw kernels."""
+    needs = frozenset({RAW})
+    """Its entries are raw kernels (no barriers, shared memory or atomics): it runs on
+    every backend that runs raw kernels."""
 
     def lower(self, spec: Spec, common: dict[str, Any]) -> KernelIR:
         """The contiguous variant's IR (a raw kernel: ``KernelSyntaxError`` with file and

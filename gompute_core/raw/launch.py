@@ -23,8 +23,9 @@ from ..backend.args import RawArgBuffer, raw_arg_layout
 from ..backend.buffer import Buffer
 from ..errors import InvalidArgument, KernelNotFound, Unsupported
 from ..interop import as_buffer
-from ..ir.kernel import RAW, KernelIR
+from ..ir.kernel import KernelIR
 from ..ir.nodes import Atomic, IRType, PointerType, SharedType, StructType
+from ..kinds.support import runs_raw, supported_kinds
 from ..plugins import manager
 from ..plugins.records import Artifact, CompileRequest
 from ..runtime.compile import find_prebuilt, find_prebuilt_raw
@@ -116,9 +117,9 @@ class RawKernel:
         if not isinstance(backend, str):
             raise InvalidArgument(f"backend: expected a backend name, got {backend!r}")
         info = manager.require(backend).info
-        if RAW not in info.kinds:
+        if not runs_raw(info):
             raise Unsupported(f"backend {backend!r} does not run raw kernels (its kinds: "
-                              f"{', '.join(info.kinds)})")
+                              f"{', '.join(supported_kinds(info))})")
         definition = resolve(kernel)
         dev = manager.open_device(backend, device)
         if isinstance(definition, str):

@@ -19,6 +19,7 @@ from ..errors import BackendUnavailable, GomputeWarning, InvalidArgument, Unsupp
 from ..ir.kernel import KernelIR
 from ..kinds.reduce import MAX_REDUCE_BLOCKS
 from ..kinds.run import Runner
+from ..kinds.support import runs
 from ..plugins import manager
 from ..plugins.records import Artifact, BackendInfo, CompileRequest
 from ..specs import Spec
@@ -33,7 +34,7 @@ def _closed(*args: Any, **kwargs: Any) -> Any:
 
 def capability_gap(info: BackendInfo, spec: Spec) -> str:
     """Why ``info``'s backend cannot run ``spec`` (kind or value type), or ``""``."""
-    if getattr(spec.kind_object, "backend_kind", spec.kind) not in info.kinds:
+    if not runs(info, spec.kind_object):
         return f"backend {info.name!r} does not support {spec.kind} kernels"
     for role, t in spec.value_types:
         if short_name(t) in info.unsupported_types:

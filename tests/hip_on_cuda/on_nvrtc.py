@@ -33,7 +33,9 @@ from gompute_core.ir.kernel import KernelIR
 from gompute_core.plugins import manager
 
 NAME = "hip_nvrtc"
-KINDS = ("map", "map_to", "zip", "map_indexed", "reduce", "gather", "scatter", "raw")
+FEATURES = ("entries", "raw", "barriers", "shared_memory", "atomics")
+"""The kernel features this backend runs: every spec kind's entry point and raw kernels
+with their builtins (the core derives the kinds from them)."""
 
 CUDA_HEADER = (Path(__file__).resolve().parent / "hip_to_cuda.h").read_text()
 """Prepended to HIP source for NVRTC (also by the fixture's hiprtc, which embeds the same
@@ -99,7 +101,7 @@ class HipOnNvrtcPlugin:
     def gompute_backend_info(self) -> BackendInfo:
         """Every kind and type, lowest priority (never picked by ``AutoKernel`` first)."""
         return BackendInfo(name=NAME, version=__version__, api_version=PLUGIN_API_VERSION,
-                           priority=1, kinds=KINDS,
+                           priority=1, kinds=(), features=FEATURES,
                            description="HIP-rendered source compiled by NVRTC, run on CUDA")
 
     @hookimpl

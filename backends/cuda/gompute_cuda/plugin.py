@@ -19,7 +19,9 @@ if TYPE_CHECKING:  # annotations only: discovery must stay light (no NumPy)
     from gompute_core.backend import Compiler, Device
 
 NAME = "cuda"
-KINDS = ("map", "map_to", "zip", "map_indexed", "reduce", "gather", "scatter", "raw")
+FEATURES = ("entries", "raw", "barriers", "shared_memory", "atomics")
+"""The kernel features this backend runs: every spec kind's entry point and raw kernels
+with their builtins (the core derives the kinds from them)."""
 """The kinds this backend runs (named here: a kind the core adds later is not claimed)."""
 _lock = threading.Lock()
 
@@ -28,7 +30,7 @@ _lock = threading.Lock()
 def gompute_backend_info() -> BackendInfo:
     """CUDA: priority 300 (probed first), every kind, every scalar type."""
     return BackendInfo(name=NAME, version=__version__, api_version=PLUGIN_API_VERSION,
-                       priority=300, kinds=KINDS, example_arch="sm_90",
+                       priority=300, kinds=(), features=FEATURES, example_arch="sm_90",
                        description="NVIDIA GPUs: CUDA C++ via NVRTC, run through pycuda")
 
 
