@@ -55,6 +55,7 @@ _LAZY: dict[str, str] = {
     "math": "gompute_core.frontend.kmath:math",
     "Fused": "gompute_core.fusion:Fused",
     "Unary": "gompute_core.fusion:Unary",
+    "local_array": "gompute_core.raw.builtins:local_array",
     # specs
     "map": "gompute_core.kinds.map:map",
     "map_fn": "gompute_core.kinds.map:map_fn",

@@ -72,6 +72,12 @@ class KernelIR:
     ``value_types`` maps roles to scalar types: ``T`` (map, map_indexed,
     reduce, gather, scatter), ``In``/``Out`` (map_to), ``A``/``B``/``Out``
     (zip), ``Idx`` (gather, scatter). ``functions`` lists callees before callers.
+
+    ``contract`` is the kernel's opt-in to floating-point contraction (``contract=True`` on
+    ``g.Kernel``, ``g.compile`` or ``g.RawKernel``): the compiler may fuse ``a * b + c``
+    into one fused multiply-add (one rounding instead of two), so results may differ
+    between backends and from the oracle. Off by default: every operation rounds once,
+    the same bits everywhere. It is part of the digest, hence of every cache key.
     """
 
     name: str
@@ -85,6 +91,7 @@ class KernelIR:
     identity: Const | None = None
     reassociate: bool = False
     block: tuple[int, int, int] | None = None
+    contract: bool = False
     _digest: str = field(default="", init=False, repr=False, compare=False)
 
     def value_type(self, role: str) -> ScalarType:

@@ -28,10 +28,17 @@ from ..ir.nodes import Atomic, IRType, PointerType, SharedType, StructType
 from ..kinds.support import runs_raw, supported_kinds
 from ..plugins import manager
 from ..plugins.records import Artifact, CompileRequest
-from ..runtime.compile import find_prebuilt, find_prebuilt_raw
+from ..runtime.compile import (
+    check_contract,
+    compile_options,
+    contracted,
+    find_prebuilt,
+    find_prebuilt_raw,
+)
 from ..runtime.dim3 import Dim3
 from ..types import as_scalar_type, is_float, is_int, short_name
 from .binding import PackedBinder
+from .bounds import Bound
 from .kernel import RawKernelDef, block_shape, define_source
 
 __all__ = ["RawKernel", "raw_kernel_by_name", "resolve"]
@@ -109,13 +116,19 @@ class RawKernel:
     ``kernel`` is a ``@g.raw_kernel`` function or its name (resolved in this process,
     else in the prebuilt artifact directory: ``artifact_dir`` or
     ``$GOMPUTE_ARTIFACT_DIR``). ``launch(grid, block, args, shared_bytes=0,
-    stream=None)`` enqueues one launch; ``synchronize()`` waits for it.
+    stream=None)`` enqueues one launch; ``synchronize()`` waits for it. ``options``
+    (extra compiler options) and ``contract`` (allow fused multiply-add: results may
+    then differ between backends) are as for :class:`~gompute_core.runtime.kernel.Kernel`.
     """
 
     def __init__(self, kernel: Any, backend: str, device: int = 0, *,
-                 artifact_dir: str | None = None) -> None:
+                 artifact_dir: str | None = None, options: Sequence[str] = (),
+                 contract: bool = False) -> None:
         if not isinstance(backend, str):
             raise InvalidArgument(f"backend: expected a backend name, got {backend!r}")
+        where = f"RawKernel({getattr(kernel, 'name', kernel)!r})"
+        opts = compile_options(options, where)
+        check_contract(contract, where)
         info = manager.require(backend).info
         if not runs_raw(info):
             raise Unsupported(f"backend {backend!r} does not run raw kernels (its kinds: "
@@ -123,20 +136,21 @@ class RawKernel:
         definition = resolve(kernel)
         dev = manager.open_device(backend, device)
         if isinstance(definition, str):
-            found = find_prebuilt_raw(definition, backend, dev.arch, artifact_dir)
+            found = find_prebuilt_raw(definition, backend, dev.arch, artifact_dir, opts,
+                                      contract)
             if found is None:
                 raise _not_found(definition, backend)
             artifact, kir, signature = found
-            bounds: tuple[tuple[str, str], ...] = ()
+            bounds: tuple[Bound, ...] = ()
             params_class = None
         else:
             if definition.source_backends and backend not in definition.source_backends:
                 raise Unsupported(f"raw kernel {definition.name!r} is C source for "
                                   f"{', '.join(definition.source_backends)}, not {backend!r}")
-            kir = definition.lower()
+            kir = contracted(definition.lower(), contract, where)
             signature, bounds = definition.signature, definition.bounds
             params_class = definition.params_class
-            artifact = self._artifact(definition, kir, backend, dev.arch, artifact_dir)
+            artifact = self._artifact(definition, kir, backend, dev.arch, artifact_dir, opts)
         if _uses_f64_atomics(kir) and not dev.has("f64_atomics"):
             raise Unsupported(f"raw kernel {kir.name!r} uses f64 atomics; {backend} device "
                               f"{device} lacks the capability 'f64_atomics'")
@@ -148,7 +162,7 @@ class RawKernel:
         self._static_shared = _static_shared_bytes(kir)
         self.args = RawArgBuffer(raw_arg_layout(signature))
         self._convert = [self._converter(k, name, t) for k, (name, t) in enumerate(signature)]
-        self._bounds = [(self._index(p), self._index(n), p, n) for p, n in bounds]
+        self._bounds = [(self._index(b.ptr), b) for b in bounds]
         self._geometry: dict[tuple[Any, ...], tuple[Any, Any, int]] = {}
         """Launch shapes already checked, keyed by value and type (``True == 1`` and
         ``1.0 == 1`` must not pass as a checked 1): -> (grid, block, shared bytes)."""
@@ -168,11 +182,12 @@ class RawKernel:
 
     @staticmethod
     def _artifact(definition: RawKernelDef, kir: KernelIR, backend: str, arch: str,
-                  artifact_dir: str | None) -> Artifact:
-        artifact = find_prebuilt(kir, backend, arch, artifact_dir)
+                  artifact_dir: str | None, options: tuple[str, ...]) -> Artifact:
+        artifact = find_prebuilt(kir, backend, arch, artifact_dir, options)
         if artifact is None:
             artifact = manager.compile_artifact(CompileRequest(
-                backend=backend, kernel=kir, arch=arch, source=definition.source))
+                backend=backend, kernel=kir, arch=arch, options=options,
+                source=definition.source))
         return artifact
 
     @classmethod
@@ -236,13 +251,13 @@ class RawKernel:
                                   f"on {self.backend} device {self.ordinal}: {exc}") from None
 
     def _check_bounds(self, values: list[Any]) -> None:
-        for ptr_k, len_k, ptr, length in self._bounds:
+        for ptr_k, bound in self._bounds:
             buf = values[ptr_k]
             count = buf.nbytes // buf.dtype.itemsize
-            need = int(values[len_k])
+            need = bound.need(values)
             if need > count:
-                raise InvalidArgument(f"{self.name}: {ptr!r} holds {count} elements but "
-                                      f"{length}={need} (declared as its bound)")
+                raise InvalidArgument(f"{self.name}: {bound.ptr!r} holds {count} elements but "
+                                      f"{bound.text}={need} (declared as its bound)")
 
     # ------------------------------------------------------------------- public surface
     def alloc(self, count: int, dtype: Any) -> Any:

@@ -11,6 +11,7 @@ extra Python frame). See ``docs/handles.md`` for the decisions.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -25,7 +26,7 @@ from ..plugins.records import Artifact, BackendInfo, CompileRequest
 from ..specs import Spec
 from ..types import short_name
 from . import checks
-from .compile import find_prebuilt
+from .compile import compile_options, contracted, find_prebuilt
 
 
 def _closed(*args: Any, **kwargs: Any) -> Any:
@@ -47,7 +48,11 @@ class Kernel:
 
     Use as a context manager or call :meth:`close` (idempotent). With
     ``artifact_dir`` (or ``$GOMPUTE_ARTIFACT_DIR``) a prebuilt artifact from
-    ``gompute build`` is used instead of compiling.
+    ``gompute build`` is used instead of compiling. ``options`` are extra compiler
+    options (NVRTC's, hiprtc's, ...; the CPU backend takes none); ``contract=True``
+    lets the compiler fuse ``a * b + c`` into one fused multiply-add, so results may
+    differ between backends and from the oracle (off by default: the same bits
+    everywhere). Both are part of the compile cache's key.
     """
 
     spec: Spec
@@ -60,31 +65,34 @@ class Kernel:
     """The argument checks the kinds' ``run`` front ends use (``runtime.checks``)."""
 
     def __init__(self, spec: Spec, backend: str, device: int = 0, *,
-                 artifact_dir: str | None = None) -> None:
+                 artifact_dir: str | None = None, options: Sequence[str] = (),
+                 contract: bool = False) -> None:
         if not isinstance(spec, Spec):
             raise InvalidArgument(f"spec: expected a Spec (g.map, g.sum, ...), got {spec!r}")
         if not isinstance(backend, str):
             raise InvalidArgument(f"backend: expected a backend name, got {backend!r}")
-        self._open(spec, backend, device, artifact_dir)
+        self._open(spec, backend, device, artifact_dir,
+                   compile_options(options, f"Kernel({spec.name!r})"), contract)
 
-    def _open(self, spec: Spec, backend: str, ordinal: int, artifact_dir: str | None) -> None:
+    def _open(self, spec: Spec, backend: str, ordinal: int, artifact_dir: str | None,
+              options: tuple[str, ...] = (), contract: bool = False) -> None:
         """Lower, compile (or find prebuilt), load; set every attribute of the handle."""
         self._closed_flag = True
         info = manager.require(backend).info
         gap = capability_gap(info, spec)
         if gap:
             raise Unsupported(f"{spec.name}: {gap}")
-        kir = spec.lower()
+        kir = contracted(spec.lower(), contract, f"Kernel({spec.name!r})")
         device = manager.open_device(backend, ordinal)
         opener = getattr(spec.kind_object, "open", None)
         if opener is not None:  # a kind launching raw kernels of its own (elementwise)
             self._open_program(spec, backend, ordinal, device, opener(spec, device))
             return
         device.check_arguments(kir)  # before compiling: the driver would refuse the launch
-        artifact = find_prebuilt(kir, backend, device.arch, artifact_dir)
+        artifact = find_prebuilt(kir, backend, device.arch, artifact_dir, options)
         if artifact is None:
-            artifact = manager.compile_artifact(
-                CompileRequest(backend=backend, kernel=kir, arch=device.arch))
+            artifact = manager.compile_artifact(CompileRequest(
+                backend=backend, kernel=kir, arch=device.arch, options=options))
         program = device.program(artifact, kir)
         self.spec, self.backend, self.ordinal = spec, backend, ordinal
         self.kernel_ir, self.artifact = kir, artifact
@@ -219,14 +227,15 @@ class AutoKernel(Kernel):
     or cannot run the kind/types is skipped silently. One that is available
     but fails to compile or load the kernel — or a plugin that failed to
     import — is skipped with a ``GomputeWarning`` naming the cause;
-    ``AutoKernel.strict(spec)`` raises instead.
+    ``AutoKernel.strict(spec)`` raises instead. ``contract`` as for :class:`Kernel`.
     """
 
     def __init__(self, spec: Spec, *, strict: bool = False,
-                 artifact_dir: str | None = None) -> None:
+                 artifact_dir: str | None = None, contract: bool = False) -> None:
         if not isinstance(spec, Spec):
             raise InvalidArgument(f"spec: expected a Spec (g.map, g.sum, ...), got {spec!r}")
-        spec.lower()  # kernel-language errors are the user's, whatever the backend
+        # kernel-language errors (and a bad contract) are the user's, whatever the backend
+        contracted(spec.lower(), contract, f"AutoKernel({spec.name!r})")
         self.strict_mode = strict
         tried: list[str] = []
         env = manager.env_order()
@@ -244,7 +253,7 @@ class AutoKernel(Kernel):
                 tried.append(f"{name}: {gap}")
                 continue
             try:
-                self._open(spec, name, 0, artifact_dir)
+                self._open(spec, name, 0, artifact_dir, (), contract)
             except Exception as exc:
                 self._skip_broken(spec, f"backend {name!r} is available but could not "
                                         f"compile or load {spec.name!r}: "
@@ -264,9 +273,10 @@ class AutoKernel(Kernel):
         tried.append(message)
 
     @classmethod
-    def strict(cls, spec: Spec, *, artifact_dir: str | None = None) -> AutoKernel:
+    def strict(cls, spec: Spec, *, artifact_dir: str | None = None,
+               contract: bool = False) -> AutoKernel:
         """Like ``AutoKernel(spec)``, but a backend that is available and fails raises."""
-        return cls(spec, strict=True, artifact_dir=artifact_dir)
+        return cls(spec, strict=True, artifact_dir=artifact_dir, contract=contract)
 
     def selected(self) -> str:
         """The name of the backend in use."""

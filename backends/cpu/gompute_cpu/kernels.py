@@ -15,7 +15,9 @@ the source:
 with ``error_model="numpy", boundscheck=False`` and no fast-math,
 except ``fastmath={"reassoc"}`` on the combine and the fold loop of a reduce
 preset (``kir.reassociate``): that lets LLVM vectorize the sum; a custom
-``combine`` is never reassociated. Outside presets the kernel's functions
+``combine`` is never reassociated; a kernel that opts in to contraction
+(``kir.contract``) adds ``"contract"`` to every function's flags, so LLVM may fuse
+``a * b + c`` where the CPU has an FMA instruction. Outside presets the kernel's functions
 and the fold loop are ``inline="always"`` (``_FN``): numba inlines them into
 the entry points instead of compiling each as a function of its own, which
 costs a compiled spec less than half the memory numba never gives back (the
@@ -48,8 +50,8 @@ import math
 import numpy as np
 from numba import njit, prange
 
-_OPT = dict(error_model="numpy", boundscheck=False)
-_REASSOC = dict(_OPT, fastmath={{{{"reassoc"}}}})
+_OPT = dict(error_model="numpy", boundscheck=False{{contract}})
+_REASSOC = dict(_OPT, fastmath={{{{{{reassoc}}}}}})
 _PAR = dict(_OPT, parallel=True)
 _FN = dict(_OPT, inline="always")
 """
@@ -189,6 +191,9 @@ def assemble(kir: KernelIR, helpers: set[tuple[str, ScalarType]], parts: list[st
     """The module's text: the header, the ``helpers`` the renderers asked for, ``parts``."""
     helper_defs = [helper_source(op, t) for op, t in sorted(helpers, key=lambda h: (
         h[0], np.dtype(h[1]).str))]
-    texts = [_HEADER.format(name=kir.name, kind=kir.kind, digest=kir.digest()),
+    contract = ', fastmath={"contract"}' if kir.contract else ""
+    reassoc = '"reassoc", "contract"' if kir.contract else '"reassoc"'
+    texts = [_HEADER.format(name=kir.name, kind=kir.kind, digest=kir.digest(),
+                            contract=contract, reassoc=reassoc),
              *helper_defs, *parts]
     return "\n\n".join(p.rstrip("\n") + "\n" for p in texts)

@@ -54,7 +54,7 @@ from .fission import (
 )
 from .kernels import assemble
 from .params import is_aggregate
-from .render import FunctionRenderer, arg_names, const, tname, var
+from .render import FunctionRenderer, arg_names, tname, var, zero
 
 _AXES = "xyz"
 _GEOMETRY_NAMES = ("_GX", "_GY", "_GZ", "_BX", "_BY", "_BZ")
@@ -375,7 +375,7 @@ class RawRenderer(FunctionRenderer):
             if not isinstance(t, ir.SharedType) and name not in self.plan.arrays:
                 if is_aggregate(t):
                     raise Unsupported(f"{fn.source}: a params-record local in a raw kernel")
-                self.emit(1, f"{var(name)} = {const(0, t)}")  # type: ignore[arg-type]
+                self.emit(1, f"{var(name)} = {zero(t)}")
         self.items(self.plan.items, 1)
         return "\n".join(self.lines) + "\n"
 
@@ -415,6 +415,11 @@ def render_raw_module(kir: KernelIR) -> str:
     construct the CPU cannot run, naming the kernel)."""
     helpers: set[tuple[str, ScalarType]] = set()
     sources = [FunctionRenderer(fn, helpers).render() for fn in kir.functions[:-1]]
+    if any(isinstance(t, ir.LocalType) for _, t in kir.functions[-1].locals):
+        raise Unsupported(f"raw kernel {kir.name!r}: the CPU backend does not yet run local "
+                          "arrays (g.local_array) declared in a raw kernel's own body (CUDA, "
+                          "HIP and OpenCL do); declare them in a helper function the kernel "
+                          "calls")
     renderer = RawRenderer(kir, helpers)
     block = renderer.render_block()
     entries = renderer.render_entries()
