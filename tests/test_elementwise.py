@@ -401,3 +401,30 @@ def test_dlpack_tensors_keep_their_strides() -> None:
     assert t.strides == tuple(s // 4 for s in x.strides)
     with pytest.raises(g.InvalidArgument, match="not C-contiguous"):
         dlpack.consume(x.__dlpack__(), "x")
+
+
+@pytest.mark.skipif(not TUPLES, reason="the kernel language returns no tuples yet")
+def test_black_scholes_of_the_docs(backend: str) -> None:
+    """docs/elementwise.md's example (bench/blackscholes.py's kernel) against its own
+    function run as plain Python: 3 arrays, 2 scalars, 2 outputs. exp and log are within
+    a few ulps of NumPy's, not bit-equal (docs/kernel-language.md), and the put's
+    subtraction amplifies that: compared to 1e-10 relative."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+    try:
+        import blackscholes as bs
+    finally:
+        sys.path.pop(0)
+    s, x, t = (a[:300] for a in bs.options(300))
+    with g.Kernel(bs.BLACK_SCHOLES, backend) as k:
+        call, put = k.run(s, x, t, 0.02, 0.3)
+        call2, put2 = k.run(s[::-1], x[0], t[::-1], 0.02, 0.3)  # broadcast strike, strided
+    r, v = np.float64(0.02), np.float64(0.3)
+    want = oracle(lambda a, b, c: bs.black_scholes(a, b, c, r, v), [s, x, t],
+                  [np.float64, np.float64])
+    close = {"rtol": 1e-10, "atol": 1e-12}
+    np.testing.assert_allclose(call, want[0], **close)
+    np.testing.assert_allclose(put, want[1], **close)
+    want2 = oracle(lambda a, b, c: bs.black_scholes(a, b, c, r, v), [s[::-1], x[0], t[::-1]],
+                   [np.float64, np.float64])
+    np.testing.assert_allclose(call2, want2[0], **close)
+    np.testing.assert_allclose(put2, want2[1], **close)
