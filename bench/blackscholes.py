@@ -26,10 +26,9 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from benchkit import cupy_events_median
 
-sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != os.path.dirname(
-    os.path.abspath(__file__))]
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != HERE]
 
 import gompute_core as g  # noqa: E402
 
@@ -153,6 +152,9 @@ def cpu(n: int, threads: int) -> None:
 
 def cuda(n: int) -> None:
     import cupy as cp
+
+    sys.path.insert(0, HERE)
+    from benchkit import cupy_events_median
 
     kernel = cp.ElementwiseKernel("T s, T x, T t, T r, T v", "T call, T put", CUPY_BODY,
                                   "black_scholes_kernel", preamble=CUPY_PREAMBLE)

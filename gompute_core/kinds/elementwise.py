@@ -115,12 +115,13 @@ class ElementwiseKind(Kind):
 
         return make_variant(spec, None).lower()  # type: ignore[arg-type]
 
-    def open(self, spec: Spec, device: Any) -> Any:
+    def open(self, spec: Spec, device: Any, artifact_dir: str | None = None) -> Any:
         """The loaded program of ``spec`` on ``device`` (``Kernel``'s ``program``): its
-        variants compiled on first use, the contiguous one at once."""
+        variants compiled on first use, the contiguous one at once (or taken from
+        ``artifact_dir``/``$GOMPUTE_ARTIFACT_DIR`` when ``gompute build`` wrote it)."""
         from .elementwise_program import ElementwiseProgram
 
-        return ElementwiseProgram(spec, device)  # type: ignore[arg-type]
+        return ElementwiseProgram(spec, device, artifact_dir)  # type: ignore[arg-type]
 
     def launch(self, program: Any) -> Callable[..., None]:
         return program.launch

@@ -55,8 +55,10 @@ class _Allocated(TypedView):
 class ElementwiseProgram:
     """``spec`` on ``device``: ``run``, ``launch``, ``stream``, ``close`` (module docstring)."""
 
-    def __init__(self, spec: ElementwiseSpec, device: Device) -> None:
+    def __init__(self, spec: ElementwiseSpec, device: Device,
+                 artifact_dir: str | None = None) -> None:
         self.spec, self.device = spec, device
+        self._artifact_dir = artifact_dir
         self.block_size = spec.block_size
         self._stream: Stream = device.stream
         self._lock = threading.Lock()
@@ -98,7 +100,8 @@ class ElementwiseProgram:
                 found = self._variants.get(ndim)
                 if found is None:
                     definition = make_variant(self.spec, ndim)
-                    found = RawKernel(definition, self.device.backend, self.device.ordinal)
+                    found = RawKernel(definition, self.device.backend, self.device.ordinal,
+                                      artifact_dir=self._artifact_dir)
                     self._variants[ndim] = found
                     if ndim is not None:
                         self._metas[ndim] = definition.params_class  # type: ignore[assignment]

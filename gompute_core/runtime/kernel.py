@@ -86,7 +86,8 @@ class Kernel:
         device = manager.open_device(backend, ordinal)
         opener = getattr(spec.kind_object, "open", None)
         if opener is not None:  # a kind launching raw kernels of its own (elementwise)
-            self._open_program(spec, backend, ordinal, device, opener(spec, device))
+            self._open_program(spec, backend, ordinal, device,
+                               opener(spec, device, artifact_dir))
             return
         device.check_arguments(kir)  # before compiling: the driver would refuse the launch
         artifact = find_prebuilt(kir, backend, device.arch, artifact_dir, options)
