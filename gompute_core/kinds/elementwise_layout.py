@@ -144,9 +144,9 @@ class Plan:
         return len(self.shape)
 
 
-def plan(ins: list[Operand], outs: list[Operand]) -> tuple[Plan, tuple[int, ...]]:
+def plan(ins: list[Operand], outs: list[Operand]) -> Plan:
     """Broadcast, then collapse the iteration space (module docstring); sets each
-    operand's ``iter_strides``. Returns the plan and the (uncollapsed) broadcast shape."""
+    operand's ``iter_strides``."""
     full = broadcast(ins, outs)
     ops = ins + outs
     strides = [_iteration_strides(o, full) for o in ops]
@@ -157,7 +157,7 @@ def plan(ins: list[Operand], outs: list[Operand]) -> tuple[Plan, tuple[int, ...]
     shape = [full[k] for k in axes]
     per = [[s[k] for k in axes] for s in strides]
     merged_shape: list[int] = []
-    merged = [[] for _ in ops]  # type: list[list[int]]
+    merged: list[list[int]] = [[] for _ in ops]
     for j, n in enumerate(shape):
         if merged_shape and all(m[-1] == p[j] * n for m, p in zip(merged, per, strict=True)):
             merged_shape[-1] *= n
@@ -171,7 +171,7 @@ def plan(ins: list[Operand], outs: list[Operand]) -> tuple[Plan, tuple[int, ...]
         o.iter_strides = tuple(m)
     size = math.prod(full)
     flat = len(merged_shape) <= 1 and all(m in ([], [1]) for m in merged)
-    return Plan(tuple(merged_shape), size, flat), full
+    return Plan(tuple(merged_shape), size, flat)
 
 
 def _probe(o: Operand) -> np.ndarray:
@@ -201,12 +201,26 @@ def check_overlap(ins: list[Operand], outs: list[Operand]) -> None:
             if not is_out and (o.addr, o.dtype, o.shape, o.strides) == \
                     (other.addr, other.dtype, other.shape, other.strides):
                 continue
-            if np.shares_memory(_probe(o), _probe(other)):
+            if _shares(o, other):
                 what = "another output" if is_out else other.name
                 raise InvalidArgument(
                     f"{o.name}: overlaps {what} without being the same elements; the result "
                     "would depend on evaluation order (pass a separate output array, or "
                     f"{other.name} itself to work in place)")
+
+
+MAX_OVERLAP_WORK = 1 << 20
+"""Work ``np.shares_memory`` may spend deciding an overlap; beyond it the operands are
+taken as overlapping (refused), never guessed disjoint."""
+
+
+def _shares(a: Operand, b: Operand) -> bool:
+    """Whether two operands share an element's memory (exactly, within
+    :data:`MAX_OVERLAP_WORK`)."""
+    try:
+        return bool(np.shares_memory(_probe(a), _probe(b), max_work=MAX_OVERLAP_WORK))
+    except np.exceptions.TooHardError:
+        return True
 
 
 def _may_share(a: Operand, b: Operand) -> bool:

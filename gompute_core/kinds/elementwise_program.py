@@ -320,7 +320,7 @@ class ElementwiseProgram:
     def _launch(self, values: list[Any], ins: list[Operand], outs: list[Operand],
                 p: Any) -> None:
         """Pick the variant for the operands' layout and launch it on the program's stream."""
-        layout, _ = plan(ins, outs)
+        layout = plan(ins, outs)
         if layout.size == 0:
             return
         arrays = [v for v in values if isinstance(v, Operand)] + outs
