@@ -34,7 +34,8 @@ from .errors import InvalidArgument
 from .ir.kernel import KernelIR
 from .types import ScalarType, as_scalar_type, is_int, short_name, u64
 
-Preset = typing.Literal["sum", "min", "max", "any", "all"]
+Preset = typing.Literal["sum", "min", "max", "any", "all", "cumsum", "cumprod", "cummax",
+                        "cummin"]
 
 _C_KEYWORDS = frozenset("""
     auto break case char const continue default do double else enum extern float for goto if
@@ -58,7 +59,8 @@ class Spec:
     map_indexed, reduce, gather, scatter), ``In``/``Out`` (map_to),
     ``A``/``B``/``Out`` (zip), ``Idx`` (gather, scatter). ``fn`` is the
     element function (map kinds), ``combine``/``identity``/``pre`` describe a
-    reduce, ``preset`` names a built-in reduce (``"sum"``, ``"min"``, ...).
+    reduce or a scan, ``preset`` names a built-in one (``"sum"``, ``"min"``, ...,
+    ``"cumsum"``, ...) and ``inclusive`` says what a scan folds.
     ``kind`` is the kind's name (``"map"``, ...; compare it with strings as before)
     and ``kind_object`` the kind itself (:mod:`gompute_core.kinds`).
     ``defined_at`` is the ``file:line`` of the constructor call and
@@ -81,6 +83,8 @@ class Spec:
     identity: Any = None
     pre: Callable[..., Any] | None = None
     preset: Preset | None = None
+    inclusive: bool = True
+    """A scan's: ``y[i]`` folds ``x[i]`` too (False: the elements before ``i`` only)."""
     defined_at: str = ""
     defined_in: str = ""
     kind_object: Any = field(default=None, repr=False)

@@ -428,24 +428,3 @@ def test_black_scholes_of_the_docs(backend: str) -> None:
                    [np.float64, np.float64])
     np.testing.assert_allclose(call2, want2[0], **close)
     np.testing.assert_allclose(put2, want2[1], **close)
-
-
-def test_prebuilt_contiguous_variant(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-                                     ) -> None:
-    """``gompute build``'s artifact of the contiguous variant is what a kernel opened with
-    ``artifact_dir`` loads, with no compile (compiling raises here)."""
-    from gompute_core.runtime.compile import write_artifact
-
-    spec = g.elementwise(uname(), axpb, ins=(g.Scalar[g.f32], g.f32, g.f32), outs=g.f32)
-    artifact = g.compile(spec, "cpu")
-    write_artifact(str(tmp_path), artifact, spec.lower())
-    x = rand(50, np.float32, 20)
-
-    def no_compile(*args: Any, **kwargs: Any) -> Any:
-        raise AssertionError("compiled instead of loading the prebuilt artifact")
-
-    monkeypatch.setattr(manager, "compile_artifact", no_compile)
-    with g.Kernel(spec, "cpu", artifact_dir=str(tmp_path)) as k:
-        assert k.artifact.entry == artifact.entry == f"{spec.name}_flat"
-        assert k.artifact.image == artifact.image
-        np.testing.assert_array_equal(k.run(np.float32(2), x, x), 3 * x)

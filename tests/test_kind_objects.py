@@ -43,7 +43,7 @@ def one_of_each() -> list[g.Spec]:
             g.map_to(uname(), g.i32, g.f64, None, twice),
             g.zip(uname(), g.f32, g.f32, g.f32, None, plus),
             g.reduce(uname(), g.i64, None, plus, 0), g.gather(uname(), g.f32, g.i32),
-            g.scatter(uname(), g.f32, g.i32)]
+            g.scatter(uname(), g.f32, g.i32), g.scan(uname(), g.i32, None, plus, 0)]
 
 
 def test_every_spec_carries_its_registered_kind() -> None:
@@ -60,9 +60,8 @@ def test_every_spec_carries_its_registered_kind() -> None:
 
 
 def test_kind_lists_are_derived_from_the_registry() -> None:
-    own = [k for k in kinds.kinds() if k.name != "elementwise"]  # its entries are raw kernels
-    assert ir_kernel.KINDS == tuple(k.name for k in own)
-    assert ir_kernel.ENTRY_ARGS == {k.name: k.entry_args for k in own}
+    assert ir_kernel.KINDS == kinds.kind_names()
+    assert ir_kernel.ENTRY_ARGS == {k.name: k.entry_args for k in kinds.kinds()}
     with pytest.raises(AttributeError):
         _ = ir_kernel.NO_SUCH_NAME
 
@@ -147,10 +146,10 @@ def info(kinds_: tuple[str, ...] = (), features: tuple[str, ...] | None = None) 
 
 def test_features_decide_the_kinds() -> None:
     every = set(kinds.kind_names())
-    on_raw = {"elementwise"}  # kinds whose entries are raw kernels the core writes
+    on_raw = {"scan", "elementwise"}  # kinds whose device programs are raw kernels
     assert set(support.supported_kinds(info(features=("entries",)))) == every - on_raw
     assert set(support.supported_kinds(info(features=("entries", "raw")))) == every | {"raw"}
-    assert support.supported_kinds(info(features=("raw",))) == ("elementwise", "raw")
+    assert support.supported_kinds(info(features=("raw",))) == ("scan", "elementwise", "raw")
     assert support.supported_kinds(info(features=())) == ()
     assert support.runs_raw(info(features=("raw",)))
 
@@ -162,7 +161,8 @@ def test_kind_names_alone_still_work_deprecated() -> None:
     assert support.supported_kinds(old) == ("map", "reduce")
     assert not support.runs(old, kinds.ZIP) and not support.runs_raw(old)
     assert support.backend_features(info(("map", "raw"))) == support.RAW_FEATURES
-    assert support.supported_kinds(info(("map", "raw"))) == ("map", "elementwise", "raw")
+    assert support.supported_kinds(info(("map", "raw"))) == ("map", "scan", "elementwise",
+                                                              "raw")
 
 
 def test_an_unknown_feature_is_named() -> None:
@@ -183,3 +183,97 @@ def test_a_backend_without_a_feature_refuses_the_kind() -> None:
         manager.register(NoFeatures("nofeat"))
         with pytest.raises(Unsupported, match="backend 'nofeat' does not support map kernels"):
             g.Kernel(g.map(uname(), g.f32, None, twice), "nofeat")
+
+
+# ---------------------------------------------------------------- the scan kind
+def test_scan_constructors_validate() -> None:
+    with pytest.raises(InvalidArgument, match=r"g.scan\('\w+'\): combine .* takes 1"):
+        g.scan(uname(), g.f32, None, twice, 0)
+    with pytest.raises(InvalidArgument, match="inclusive must be True or False"):
+        g.cumsum(uname(), g.f32, inclusive=1)
+    with pytest.raises(InvalidArgument, match="cannot be bool"):
+        g.cummax(uname(), bool)
+    with pytest.raises(InvalidArgument, match="does not fit i8"):
+        g.scan(uname(), g.i8, None, plus, 300)
+    s = g.cummin(uname(), g.u16, inclusive=False)
+    assert (s.kind, s.preset, s.identity, s.inclusive) == ("scan", "cummin", 65535, False)
+    assert g.cumprod(uname(), g.f64).identity == 1.0
+    assert g.cummax(uname(), g.f32).identity == float("-inf")
+
+
+def test_scan_reference_is_the_documented_order() -> None:
+    """The oracle: integers equal NumPy's scan; chunks and levels (32 per chunk below
+    2**21 elements) show in a float scan as the documented regrouping."""
+    from gompute_core.kinds.scan import levels, reference
+
+    assert levels(1) == ((1, 32, 1),)
+    assert levels(32 * 32 + 1) == ((1025, 32, 33), (33, 32, 2), (2, 32, 1))
+    x = np.arange(1, 2000, dtype=np.int32)
+    np.testing.assert_array_equal(reference(g.cumsum(uname(), g.i32), x), np.cumsum(x))
+    ex = reference(g.cumsum(uname(), g.i32, inclusive=False), x)
+    np.testing.assert_array_equal(ex, np.concatenate([[0], np.cumsum(x)[:-1]]))
+    f = np.full(70, 0.1, np.float32)
+    y = reference(g.cumsum(uname(), g.f32), f)
+    c0 = np.cumsum(f[:32], dtype=np.float32)[-1]   # chunk 0's total
+    local = np.cumsum(f[32:64], dtype=np.float32)  # chunk 1 folded from its own start
+    np.testing.assert_array_equal(y[32:64], (c0 + local).astype(np.float32))
+
+
+def test_a_backend_without_raw_kernels_refuses_a_scan() -> None:
+    with manager.isolated():
+        manager.register(PyBackend("noraw", host_memory=False))  # features: entries only
+        with pytest.raises(Unsupported, match="backend 'noraw' does not support scan kernels"):
+            g.Kernel(g.cumsum(uname(), g.f32), "noraw")
+
+
+def affine_compose(f, h):
+    """``x -> a*x + b`` maps (packed ``a << 32 | b``) composed: associative, not
+    commutative."""
+    a1 = f >> 32
+    b1 = f & 0xFFFFFFFF
+    a2 = h >> 32
+    b2 = h & 0xFFFFFFFF
+    return (((a2 * a1) & 0xFFFFFFFF) << 32) | ((a2 * b1 + b2) & 0xFFFFFFFF)
+
+
+@g.params
+class Offset:
+    by: g.f32
+
+
+def minus(x, p):
+    return x - p.by
+
+
+@pytest.mark.parametrize("n", [1, 31, 33, 1025])
+def test_scan_on_the_reference_backend(n: int) -> None:
+    """The scan's core-generated raw kernels run on the reference backend too (its raw
+    kernels are the Python function, thread by thread): the documented order, bit for
+    bit, for a float cumsum with ``pre`` and params and for a non-commutative combine,
+    through ``run`` and ``launch``."""
+    from gompute_core.kinds.scan import reference
+
+    rng = np.random.default_rng(n)
+    with manager.isolated():
+        manager.register(PyBackend("scanref"))
+        fs = g.cumsum(uname(), g.f32, Offset, minus, inclusive=False)
+        x = rng.uniform(-2, 2, n).astype(np.float32)
+        with g.Kernel(fs, "scanref") as k:
+            got = x.copy()
+            k.run(got, Offset(by=0.25))
+            want = reference(fs, x, Offset(by=0.25))
+            np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+        aff = g.scan(uname(), g.u64, None, affine_compose, 1 << 32)
+        y = rng.integers(0, 2**64, n, dtype=np.uint64)
+        with g.Kernel(aff, "scanref") as k:
+            buf = k.alloc(n)
+            buf.upload(y)
+            k.launch(buf, n)
+            got = np.empty_like(y)
+            buf.download(got)
+        acc, want = None, []
+        with np.errstate(all="ignore"):
+            for v in y:
+                acc = v if acc is None else np.uint64(affine_compose(acc, v))
+                want.append(acc)
+        np.testing.assert_array_equal(got, np.array(want, np.uint64))

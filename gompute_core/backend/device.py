@@ -10,7 +10,7 @@ A backend's device subclasses :class:`Device` and implements:
   the core patches before each call);
 * ``synchronize()`` and the ``stream`` property (the default stream).
 
-Raw kernels (``"raw"`` in the backend's ``BackendInfo.kinds``): ``_load_raw(artifact,
+Raw kernels (the ``"raw"`` kernel feature in ``BackendInfo.features``): ``_load_raw(artifact,
 kernel, args) -> launcher(grid, block, shared_bytes, stream)`` with ``args`` a
 :class:`~gompute_core.backend.args.RawArgBuffer`; the core checks the grid, the
 block (against ``max_block_dims``, ``max_block_threads`` and the kernel's declared

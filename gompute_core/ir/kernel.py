@@ -46,19 +46,16 @@ def __getattr__(name: str) -> Any:
     """``KINDS`` and ``ENTRY_ARGS``, kept for backends written against them (deprecated):
     derived from the registered kinds (``gompute_core.kinds``), which own both now.
 
-    ``KINDS``: the names of the spec kinds whose entries backends render (those needing
-    the ``entries`` feature; raw's is :data:`RAW`; ``elementwise``, whose entries are raw
-    kernels, is not listed); ``ENTRY_ARGS``: each listed kind's entry arguments before the
-    params struct (``Kind.entry_args``).
+    ``KINDS``: the spec kinds' names (raw's is :data:`RAW`); ``ENTRY_ARGS``: each
+    kind's entry arguments before the params struct (``Kind.entry_args``).
     """
     if name not in ("KINDS", "ENTRY_ARGS"):
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     from ..kinds import kinds
 
-    own = [k for k in kinds() if "entries" in k.needs]
     if name == "KINDS":
-        return tuple(k.name for k in own)
-    return {k.name: k.entry_args for k in own}
+        return tuple(k.name for k in kinds())
+    return {k.name: k.entry_args for k in kinds()}
 
 
 IR_VERSION = 1

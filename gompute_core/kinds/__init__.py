@@ -3,7 +3,7 @@ every backend shares.
 
 :mod:`.base` is the ``Kind`` class and the registry (:func:`kind_named`,
 :func:`kinds`); :mod:`.map` (map, map_indexed), :mod:`.map_to`, :mod:`.zip`,
-:mod:`.reduce` and :mod:`.move` (gather, scatter) are the kinds: each owns its
+:mod:`.reduce`, :mod:`.move` (gather, scatter) and :mod:`.scan` are the kinds: each owns its
 roles, entry arguments, constructor, lowering, launch and run front ends, fold
 and Dask chunk rule. :mod:`.elementwise` (``g.elementwise``) has no entry of its
 own: it writes raw kernels (:mod:`.elementwise_source`) and runs them itself
@@ -21,8 +21,9 @@ from .map_to import MAP_TO
 from .zip import ZIP
 from .reduce import REDUCE
 from .move import GATHER, SCATTER
+from .scan import SCAN
 from .elementwise import ELEMENTWISE
 # isort: on
 
 __all__ = ["Kind", "kind_named", "kind_names", "kinds", "MAP", "MAP_INDEXED", "MAP_TO", "ZIP",
-           "REDUCE", "GATHER", "SCATTER", "ELEMENTWISE"]
+           "REDUCE", "GATHER", "SCATTER", "SCAN", "ELEMENTWISE"]

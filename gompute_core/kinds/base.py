@@ -132,6 +132,12 @@ class Kind:
         raise NotImplementedError
 
     # ---- shared defaults ----------------------------------------------------------------------
+    def open(self, device: Any, spec: Spec) -> Any:
+        """The loaded program of ``spec`` on ``device`` when this kind brings its own
+        device program (:mod:`.scan`'s raw kernels); None (the default) when the backend
+        compiles the kind's entry point and the core loads it as a ``KernelProgram``."""
+        return None
+
     def per_block(self, kernel: KernelIR) -> int:
         """Elements one block of the C-family entry covers per unrolled step (the grid
         rule): a small count needs no more blocks than this covers (16-byte vectors,

@@ -109,19 +109,23 @@ class ElementwiseKind(Kind):
     every backend that runs raw kernels."""
 
     def lower(self, spec: Spec, common: dict[str, Any]) -> KernelIR:
-        """The contiguous variant's IR (a raw kernel: ``KernelSyntaxError`` with file and
-        line for an element function outside the kernel language)."""
+        """The element function in the kernel language, as the contiguous variant calls it
+        (``KernelSyntaxError`` with file and line for a function outside the language,
+        whatever the backend); the device program is :mod:`.elementwise_source`'s raw
+        kernels."""
+        from ..ir.kernel import KernelIR as IR
         from .elementwise_source import make_variant
 
-        return make_variant(spec, None).lower()  # type: ignore[arg-type]
+        raw = make_variant(spec, None).lower()  # type: ignore[arg-type]
+        return IR(**common, functions=raw.functions, element=raw.element, block=raw.block)
 
-    def open(self, spec: Spec, device: Any, artifact_dir: str | None = None) -> Any:
+    def open(self, device: Any, spec: Spec) -> Any:
         """The loaded program of ``spec`` on ``device`` (``Kernel``'s ``program``): its
         variants compiled on first use, the contiguous one at once (or taken from
-        ``artifact_dir``/``$GOMPUTE_ARTIFACT_DIR`` when ``gompute build`` wrote it)."""
+        ``$GOMPUTE_ARTIFACT_DIR`` when ``gompute build`` wrote it)."""
         from .elementwise_program import ElementwiseProgram
 
-        return ElementwiseProgram(spec, device, artifact_dir)  # type: ignore[arg-type]
+        return ElementwiseProgram(spec, device)  # type: ignore[arg-type]
 
     def launch(self, program: Any) -> Callable[..., None]:
         return program.launch

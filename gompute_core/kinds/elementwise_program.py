@@ -55,10 +55,8 @@ class _Allocated(TypedView):
 class ElementwiseProgram:
     """``spec`` on ``device``: ``run``, ``launch``, ``stream``, ``close`` (module docstring)."""
 
-    def __init__(self, spec: ElementwiseSpec, device: Device,
-                 artifact_dir: str | None = None) -> None:
+    def __init__(self, spec: ElementwiseSpec, device: Device) -> None:
         self.spec, self.device = spec, device
-        self._artifact_dir = artifact_dir
         self.block_size = spec.block_size
         self._stream: Stream = device.stream
         self._lock = threading.Lock()
@@ -79,6 +77,10 @@ class ElementwiseProgram:
         """Buffer subclasses met so far (``isinstance`` against the ABC, once per class)."""
         self.flat = self._variant(None)
         """The contiguous variant (compiled when the kernel is opened)."""
+        self.artifact = self.flat.artifact
+        """The contiguous variant's artifact (``Kernel.artifact``)."""
+        self.dtypes = {role: np.dtype(t) for role, t in spec.value_types}
+        """Each operand's element type by role (the inputs' names, ``out0``...)."""
 
     # ---- stream and variants ---------------------------------------------------------------
     @property
@@ -100,8 +102,7 @@ class ElementwiseProgram:
                 found = self._variants.get(ndim)
                 if found is None:
                     definition = make_variant(self.spec, ndim)
-                    found = RawKernel(definition, self.device.backend, self.device.ordinal,
-                                      artifact_dir=self._artifact_dir)
+                    found = RawKernel(definition, self.device.backend, self.device.ordinal)
                     self._variants[ndim] = found
                     if ndim is not None:
                         self._metas[ndim] = definition.params_class  # type: ignore[assignment]
@@ -369,11 +370,6 @@ class ElementwiseProgram:
         buf.dtype = o.dtype
         buf.keep = o.keep
         return buf
-
-    def close(self) -> None:
-        """Forget the loaded variants (``Kernel.close``)."""
-        with self._lock:
-            self._variants.clear()
 
     def __repr__(self) -> str:
         return f"<ElementwiseProgram {self.spec.name!r} on {self.device!r}>"

@@ -84,17 +84,16 @@ class Kernel:
             raise Unsupported(f"{spec.name}: {gap}")
         kir = contracted(spec.lower(), contract, f"Kernel({spec.name!r})")
         device = manager.open_device(backend, ordinal)
-        opener = getattr(spec.kind_object, "open", None)
-        if opener is not None:  # a kind launching raw kernels of its own (elementwise)
-            self._open_program(spec, backend, ordinal, device,
-                               opener(spec, device, artifact_dir))
-            return
         device.check_arguments(kir)  # before compiling: the driver would refuse the launch
-        artifact = find_prebuilt(kir, backend, device.arch, artifact_dir, options)
-        if artifact is None:
-            artifact = manager.compile_artifact(CompileRequest(
-                backend=backend, kernel=kir, arch=device.arch, options=options))
-        program = device.program(artifact, kir)
+        program = spec.kind_object.open(device, spec)  # a kind with its own device program
+        if program is None:
+            artifact = find_prebuilt(kir, backend, device.arch, artifact_dir, options)
+            if artifact is None:
+                artifact = manager.compile_artifact(CompileRequest(
+                    backend=backend, kernel=kir, arch=device.arch, options=options))
+            program = device.program(artifact, kir)
+        else:
+            artifact = program.artifact
         self.spec, self.backend, self.ordinal = spec, backend, ordinal
         self.kernel_ir, self.artifact = kir, artifact
         self.device = device
@@ -106,22 +105,6 @@ class Kernel:
         self._run = spec.kind_object.run(self)
         self._at = (device, program.stream)
         """What ``checks.array`` needs to take foreign arrays: the device and run's stream."""
-        self._closed_flag = False
-
-    def _open_program(self, spec: Spec, backend: str, ordinal: int, device: Any,
-                      program: Any) -> None:
-        """Set the handle's attributes for a kind whose program is its own (its ``run`` and
-        ``launch``, ``stream`` and ``close``; ``kernel_ir``/``artifact``: its first entry)."""
-        self.spec, self.backend, self.ordinal = spec, backend, ordinal
-        self.kernel_ir, self.artifact = program.flat.kernel_ir, program.flat.artifact
-        self.device = device
-        self.program = program
-        self.launch = program.launch
-        self._runner = program
-        self._P = spec.params
-        self._types = {role: np.dtype(t) for role, t in spec.value_types}
-        self._run = spec.kind_object.run(self)
-        self._at = (device, program.stream)
         self._closed_flag = False
 
     # ----------------------------------------------------------------- public surface
@@ -204,6 +187,9 @@ class Kernel:
         self.launch = _closed
         self._run = _closed
         self._runner.close()
+        close = getattr(self.program, "close", None)
+        if close is not None:  # a kind's own program (scan) keeps scratch buffers
+            close()
 
     def __enter__(self) -> Kernel:
         return self
