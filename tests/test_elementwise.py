@@ -428,3 +428,18 @@ def test_black_scholes_of_the_docs(backend: str) -> None:
                    [np.float64, np.float64])
     np.testing.assert_allclose(call2, want2[0], **close)
     np.testing.assert_allclose(put2, want2[1], **close)
+
+
+def test_gompute_build_skips_elementwise_specs(tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """A module defining an elementwise spec still builds: the spec is skipped, named."""
+    from gompute_core.cli import main
+
+    kernels = tmp_path / "ew_kernels.py"
+    kernels.write_text("import gompute_core as g\n"
+                       "def add(a, b):\n    return a + b\n"
+                       f"k = g.elementwise({uname()!r}, add, ins=(g.f32, g.f32), outs=g.f32)\n")
+    assert main(["build", str(kernels), "--backend", "cpu", "-o", str(tmp_path / "o")]) == 0
+    out = capsys.readouterr().out
+    assert "skipped (elementwise: its raw kernels compile on first use)" in out
+    assert "wrote 0 artifact(s)" in out
