@@ -443,3 +443,19 @@ def test_gompute_build_skips_elementwise_specs(tmp_path: Path,
     out = capsys.readouterr().out
     assert "skipped (elementwise: its raw kernels compile on first use)" in out
     assert "wrote 0 artifact(s)" in out
+
+
+class _OnADevice:
+    """What a GPU array (CuPy's, torch's) shows a kernel on another device."""
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return (2, 0)  # kDLCUDA
+
+    def __dlpack__(self, **kwargs: Any) -> Any:
+        raise AssertionError("a CPU kernel must not consume a CUDA tensor")
+
+
+def test_an_array_on_another_device_is_named() -> None:
+    with g.Kernel(AXPB, "cpu") as k:
+        with pytest.raises(g.InvalidArgument, match="x: the array is on cuda"):
+            k.run(np.float32(1), _OnADevice(), np.ones(3, np.float32))

@@ -125,6 +125,11 @@ def operand(obj: Any, name: str, dtype: np.dtype, writes: bool, device: Device,
         return host_operand(np.from_dlpack(obj), name, dtype, writes)
     if hasattr(obj, "__array_interface__") or hasattr(obj, "__array_struct__"):
         return host_operand(np.asarray(obj), name, dtype, writes)
+    if hasattr(obj, "__dlpack_device__") or hasattr(obj, "__cuda_array_interface__"):
+        where = dlpack.DEVICE_NAMES.get(tuple(obj.__dlpack_device__())[0], "a device") \
+            if hasattr(obj, "__dlpack_device__") else "a CUDA device"
+        raise InvalidArgument(f"{name}: the array is on {where}; this kernel runs on "
+                              f"{device!r} (copy it to the host, or run the kernel there)")
     raise InvalidArgument(f"{name}: expected an array (NumPy, a {device.backend} buffer, or "
                           "one exposing __cuda_array_interface__, __dlpack__ or "
                           f"__array_interface__), got {type(obj).__name__}")

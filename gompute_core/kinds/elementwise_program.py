@@ -18,13 +18,14 @@ its elements (of ``n`` elements when ``n`` is given).
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..backend.buffer import Buffer
-from ..errors import InvalidArgument
+from ..errors import GomputeError, InvalidArgument
 from ..interop import TypedView
 from ..raw.launch import RawKernel, _scalar_converter
 from ..types import short_name
@@ -49,7 +50,8 @@ class _Allocated(TypedView):
     __slots__ = ()
 
     def __del__(self) -> None:
-        self.buffer.free()
+        with contextlib.suppress(GomputeError):  # a device already closed at exit
+            self.buffer.free()
 
 
 class ElementwiseProgram:
