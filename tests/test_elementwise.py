@@ -443,6 +443,8 @@ def test_gompute_build_skips_elementwise_specs(tmp_path: Path,
     out = capsys.readouterr().out
     assert "skipped (elementwise: its raw kernels compile on first use)" in out
     assert "wrote 0 artifact(s)" in out
+    with pytest.raises(g.Unsupported, match="whose device program is raw kernels"):
+        g.compile(AXPB, "cpu")
 
 
 class _OnADevice:

@@ -277,3 +277,8 @@ def test_scan_on_the_reference_backend(n: int) -> None:
                 acc = v if acc is None else np.uint64(affine_compose(acc, v))
                 want.append(acc)
         np.testing.assert_array_equal(got, np.array(want, np.uint64))
+
+
+def test_a_scan_has_no_entry_to_compile_ahead_of_time() -> None:
+    with pytest.raises(Unsupported, match="is a scan, whose device program is raw kernels"):
+        g.compile(g.cumsum(uname(), g.f32), "cpu", arch="host")

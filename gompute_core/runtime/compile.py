@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..errors import BackendUnavailable, GomputeWarning, InvalidArgument
+from ..errors import BackendUnavailable, GomputeWarning, InvalidArgument, Unsupported
 from ..ir.kernel import RAW, KernelIR
 from ..ir.nodes import IRType, PointerType, StructType
 from ..plugins import manager
@@ -48,6 +48,10 @@ def compile(spec: Spec, backend: str, arch: str | None = None,
     if not isinstance(spec, (Spec, RawKernelDef)):
         raise InvalidArgument(f"g.compile: spec must be a Spec or a raw kernel, got {spec!r}")
     opts = compile_options(options, "g.compile")
+    if isinstance(spec, Spec) and "entries" not in spec.kind_object.needs:
+        raise Unsupported(f"g.compile: {spec.name!r} is a {spec.kind}, whose device program "
+                          "is raw kernels the core generates when a Kernel opens it; there is "
+                          "no entry point of its own to compile ahead of time")
     kir = contracted(spec.lower(), contract, "g.compile")
     if arch is None:
         arch = detected_arch(backend)
