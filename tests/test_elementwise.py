@@ -461,3 +461,8 @@ def test_an_array_on_another_device_is_named() -> None:
     with g.Kernel(AXPB, "cpu") as k:
         with pytest.raises(g.InvalidArgument, match="x: the array is on cuda"):
             k.run(np.float32(1), _OnADevice(), np.ones(3, np.float32))
+
+
+def test_compile_options_are_refused_not_ignored() -> None:
+    with pytest.raises(g.Unsupported, match="contract= do not reach"):
+        g.Kernel(AXPB, "cpu", contract=True)

@@ -82,6 +82,10 @@ class Kernel:
         gap = capability_gap(info, spec)
         if gap:
             raise Unsupported(f"{spec.name}: {gap}")
+        if (options or contract) and "entries" not in spec.kind_object.needs:
+            raise Unsupported(f"Kernel({spec.name!r}): options= and contract= do not reach the "
+                              f"raw kernels a {spec.kind} spec generates yet (they would be "
+                              "silently ignored)")
         kir = contracted(spec.lower(), contract, f"Kernel({spec.name!r})")
         device = manager.open_device(backend, ordinal)
         device.check_arguments(kir)  # before compiling: the driver would refuse the launch
