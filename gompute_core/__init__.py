@@ -14,11 +14,13 @@ from .errors import (
     AbiError,
     AllocFailed,
     BackendUnavailable,
+    BarrierDivergence,
     CacheUnsafe,
     CaptureFailed,
     CompileFailed,
     ContextFailed,
     CopyFailed,
+    DataRace,
     EventFailed,
     GomputeError,
     GomputeWarning,
@@ -30,6 +32,7 @@ from .errors import (
     LaunchFailed,
     ModuleLoadFailed,
     NoDevice,
+    OutOfBounds,
     SyncFailed,
     Unsupported,
     UnsupportedBackend,
@@ -108,11 +111,12 @@ _OPTIONAL: dict[str, str] = {
 }
 
 __all__ = [
-    "AbiError", "AllocFailed", "BackendUnavailable", "CacheUnsafe", "CaptureFailed",
+    "AbiError", "AllocFailed", "BackendUnavailable", "BarrierDivergence", "CacheUnsafe",
+    "CaptureFailed",
     "CompileFailed",
-    "ContextFailed", "CopyFailed", "EventFailed", "GomputeError", "GomputeWarning",
+    "ContextFailed", "CopyFailed", "DataRace", "EventFailed", "GomputeError", "GomputeWarning",
     "GraphFailed", "InitFailed", "InvalidArgument", "KernelNotFound", "KernelSyntaxError",
-    "LaunchFailed", "ModuleLoadFailed", "NoDevice", "SyncFailed", "Unsupported",
+    "LaunchFailed", "ModuleLoadFailed", "NoDevice", "OutOfBounds", "SyncFailed", "Unsupported",
     "UnsupportedBackend", "last_driver_error",
     *_LAZY,
 ]

@@ -29,7 +29,6 @@ import numpy as np
 
 from gompute_core.abi.pack import unpack
 from gompute_core.backend import (
-    PLUGIN_API_VERSION,
     ArgBuffer,
     Artifact,
     Availability,
@@ -303,6 +302,10 @@ class PackedPyDevice(PyDevice):
         entry = super()._load(artifact, kernel, args)
         return PackedPyEntry(entry.spec, args, self, self.params_converter(kernel))
 
+    def pinned(self, shape: Any, dtype: Any = np.uint8) -> np.ndarray:
+        """Host memory is all this device has: an ordinary array is as fast as any."""
+        return np.empty(shape, dtype)
+
     def pin(self, host: np.ndarray) -> bool:
         """Host memory is all this device has: nothing to lock."""
         return True
@@ -336,7 +339,7 @@ class PyBackend:
     """The test plugin; every knob is a constructor argument."""
 
     def __init__(self, name: str = "pytest", *, priority: int = 50, available: bool = True,
-                 reason: str = "", compile_error: str = "", api_version: int = PLUGIN_API_VERSION,
+                 reason: str = "", compile_error: str = "", api_version: int = 2,
                  probe_error: str = "", unsupported_types: tuple[str, ...] = (),
                  host_memory: bool = True, devices: int = 1) -> None:
         self.name, self.priority, self.available, self.reason = name, priority, available, reason

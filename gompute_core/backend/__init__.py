@@ -51,24 +51,33 @@ if TYPE_CHECKING:  # at run time the SDK's classes load on first use (a plugin's
         raw_arg_layout,
     )
     from .buffer import Buffer
-    from .compiler import Built, Compiler, compile_kernel
-    from .device import (
-        CAPABILITIES,
-        Device,
-        ImmediateEvent,
-        ImmediateStream,
-        Launcher,
-        RawLauncher,
-        Stream,
+    from .compiler import Built, Compiler, backend_identity, compile_kernel
+    from .device import CAPABILITIES, CAPABILITY_METHODS, Device, Launcher, RawLauncher
+    from .launch_params import ParamsCache
+    from .pinning import HostPinning, pinned_array
+    from .storage import (
+        cache_root,
+        clear_squatter,
+        private_cache_dir,
+        warn_dropped,
+        warn_once,
+        write_atomically,
     )
+    from .streams import Event, Graph, GraphExec, ImmediateEvent, ImmediateStream, Stream
 
 _LAZY = {
     "ArgBuffer": "args", "ArgLayout": "args", "Slot": "args", "arg_layout": "args",
     "has_params": "args", "RawArgBuffer": "args", "raw_arg_layout": "args",
-    "RawLauncher": "device", "Buffer": "buffer", "Built": "compiler", "Compiler": "compiler",
-    "compile_kernel": "compiler", "CAPABILITIES": "device", "Device": "device",
-    "ImmediateEvent": "device", "ImmediateStream": "device", "Launcher": "device",
-    "Stream": "device",
+    "Buffer": "buffer", "Built": "compiler", "Compiler": "compiler",
+    "compile_kernel": "compiler", "backend_identity": "compiler",
+    "CAPABILITIES": "device", "CAPABILITY_METHODS": "device",
+    "Device": "device", "Launcher": "device", "RawLauncher": "device",
+    "ParamsCache": "launch_params", "HostPinning": "pinning", "pinned_array": "pinning",
+    "cache_root": "storage", "clear_squatter": "storage", "private_cache_dir": "storage",
+    "warn_dropped": "storage",
+    "warn_once": "storage", "write_atomically": "storage",
+    "Event": "streams", "Graph": "streams", "GraphExec": "streams",
+    "ImmediateEvent": "streams", "ImmediateStream": "streams", "Stream": "streams",
 }
 
 
@@ -82,9 +91,19 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "CAPABILITIES", "PLUGIN_API_VERSION", "ArgBuffer", "ArgLayout", "Artifact", "Availability",
-    "BackendInfo", "Buffer", "Built", "CompileRequest", "Compiler", "Device", "DeviceInfo",
-    "ImmediateEvent", "ImmediateStream", "Launcher", "Slot", "Stream", "arg_layout",
-    "compile_kernel", "has_params", "hookimpl", "RawArgBuffer", "RawLauncher",
-    "raw_arg_layout",
+    # records and the hook marker
+    "PLUGIN_API_VERSION", "Artifact", "Availability", "BackendInfo", "CompileRequest",
+    "DeviceInfo", "hookimpl",
+    # the compiler
+    "Built", "Compiler", "backend_identity", "compile_kernel",
+    # the device, its buffers and queues
+    "CAPABILITIES", "CAPABILITY_METHODS", "Buffer", "Device", "Event", "Graph", "GraphExec",
+    "ImmediateEvent", "ImmediateStream", "Launcher", "RawLauncher", "Stream",
+    # the argument buffers
+    "ArgBuffer", "ArgLayout", "ParamsCache", "RawArgBuffer", "Slot", "arg_layout",
+    "has_params", "raw_arg_layout",
+    # host memory and files
+    "HostPinning", "pinned_array", "cache_root", "clear_squatter", "private_cache_dir",
+    "warn_dropped",
+    "warn_once", "write_atomically",
 ]

@@ -120,6 +120,10 @@ class FnContext:
         except TypingError as exc:
             self.fail(node, str(exc), type(node).__name__)
 
+    def where(self, node: ast.AST) -> str:
+        """``file:line`` of ``node`` in the function's source."""
+        return f"{self.src.filename}:{getattr(node, 'lineno', None) or self.src.node.lineno}"
+
     # -- variables ----------------------------------------------------------------------
     def record_assignment(self, node: ast.AST, name: str, ty: Ty) -> None:
         """Join ``ty`` into the local's type."""

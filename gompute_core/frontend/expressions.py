@@ -216,7 +216,7 @@ def _subscript(ctx: FnContext, node: ast.Subscript) -> Value:
             ctx.fail(node, f"index {i} out of range for {ast.unparse(node.value)} "
                            f"(length {length})", "Subscript")
         idx = ctx.typing(node, weak_const, i % length)
-    return Value(Index(base.expr, materialize(idx).expr, base.type.elem))
+    return Value(Index(base.expr, materialize(idx).expr, base.type.elem, where=ctx.where(node)))
 
 
 def mixed_integer_hint(node: ast.expr, v: Value) -> str:

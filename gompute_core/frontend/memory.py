@@ -85,7 +85,8 @@ def load(ctx: FnContext, node: ast.Subscript, base: Value) -> Value:
     require_raw(ctx, node, "indexing device memory")
     text = ast.unparse(node.value)
     idx = indices(ctx, node.slice, base, text)
-    return Value(Load(base.expr, idx, base.type.elem))  # type: ignore[arg-type,union-attr]
+    return Value(Load(base.expr, idx, base.type.elem,  # type: ignore[arg-type,union-attr]
+                      where=ctx.where(node)))
 
 
 def store(ctx: FnContext, target: ast.Subscript, value: Value) -> list[Store]:
@@ -106,7 +107,7 @@ def store(ctx: FnContext, target: ast.Subscript, value: Value) -> list[Store]:
     converted = ctx.typing(target, coerce, value, Ty(elem)).expr
     if not ctx.emit:
         return []
-    return [Store(base.expr, idx, converted)]  # type: ignore[arg-type]
+    return [Store(base.expr, idx, converted, where=ctx.where(target))]  # type: ignore[arg-type]
 
 
 def _dim(ctx: FnContext, node: ast.Call, text: str) -> int:
@@ -163,7 +164,8 @@ def _atomic(ctx: FnContext, node: ast.Call, op: str, text: str) -> Value:
             ctx.fail(a, f"'{text}' takes a number, got {v.ty.describe()}", "Call")
         values.append(ctx.typing(a, coerce, v, Ty(elem)).expr)
     compare = values[0] if op == "cas" else None
-    return Value(Atomic(op, base.expr, idx, values[-1], compare, elem))  # type: ignore[arg-type]
+    return Value(Atomic(op, base.expr, idx, values[-1], compare, elem,  # type: ignore[arg-type]
+                        where=ctx.where(node)))
 
 
 def statement_call(ctx: FnContext, node: ast.Expr) -> list[Any] | None:
@@ -182,7 +184,7 @@ def statement_call(ctx: FnContext, node: ast.Expr) -> list[Any] | None:
         if call.args or call.keywords:
             ctx.fail(call, "barrier() takes no arguments", "Call")
         check_barrier(ctx, call)
-        return [Barrier()] if ctx.emit else []
+        return [Barrier(where=ctx.where(call))] if ctx.emit else []
     if func.obj in B.ATOMICS:
         v = builtin_call(ctx, call, func.obj, ast.unparse(call.func))
         return [Evaluate(v.expr)] if ctx.emit and v is not None else []

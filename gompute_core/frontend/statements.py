@@ -312,7 +312,7 @@ def _return(ctx: FnContext, node: ast.Return) -> list[Stmt]:
             ctx.fail(node, "a raw kernel returns nothing: write results to its arrays", "Return")
         if ctx.divergent and ctx.exited is None:
             ctx.exited = node.lineno
-        return [Return(None)]
+        return [Return(None, where=ctx.where(node))]
     if node.value is None:
         ctx.fail(node, "a kernel function must return a value", "Return")
     if isinstance(node.value, ast.Tuple):

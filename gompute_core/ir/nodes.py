@@ -156,6 +156,9 @@ class Index:
     base: Expr
     index: Expr
     type: IRType
+    where: str = field(default="", compare=False, repr=False)
+    """"file:line" of the access in the kernel's source, for checked mode's reports (kept
+    out of repr/eq, as :attr:`Function.source`, so the IR digest ignores it)."""
 
 
 @dataclass(frozen=True)
@@ -267,6 +270,9 @@ class Load:
     base: Var
     index: tuple[Expr, ...]
     type: ScalarType
+    where: str = field(default="", compare=False, repr=False)
+    """"file:line" of the access in the kernel's source, for checked mode's reports (kept
+    out of repr/eq, as :attr:`Function.source`, so the IR digest ignores it)."""
 
 
 @dataclass(frozen=True)
@@ -314,6 +320,9 @@ class Atomic:
     value: Expr
     compare: Expr | None
     type: ScalarType
+    where: str = field(default="", compare=False, repr=False)
+    """"file:line" of the access in the kernel's source, for checked mode's reports (kept
+    out of repr/eq, as :attr:`Function.source`, so the IR digest ignores it)."""
 
 
 Expr: TypeAlias = (
@@ -379,6 +388,8 @@ class Return:
     ``return`` of a raw kernel, which ends the calling thread)."""
 
     value: Expr | None
+    where: str = field(default="", compare=False, repr=False)
+    """"file:line" of a raw kernel's bare ``return``."""
 
 
 @dataclass(frozen=True)
@@ -389,6 +400,9 @@ class Store:
     base: Var
     index: tuple[Expr, ...]
     value: Expr
+    where: str = field(default="", compare=False, repr=False)
+    """"file:line" of the access in the kernel's source, for checked mode's reports (kept
+    out of repr/eq, as :attr:`Function.source`, so the IR digest ignores it)."""
 
 
 @dataclass(frozen=True)
@@ -405,6 +419,9 @@ class LocalStore:
 class Barrier:
     """``barrier()``: every thread of the block waits here; memory written before it (global
     and shared) is visible to the block after it. Reached under uniform control only."""
+
+    where: str = field(default="", compare=False, repr=False)
+    """"file:line" of the ``barrier()`` call."""
 
 
 @dataclass(frozen=True)

@@ -97,6 +97,8 @@ class Kind:
     """The arrays ``gompute_core.dask.map_blocks`` takes for this kind: ``(name, role)``;
     empty when map_blocks does not run it."""
     output_role: str = "T"
+    run_args: tuple[str, ...] = ()
+    """``run``'s positional arguments, in order (a last ``p`` may be left out)."""
     """The role of the array ``run`` returns (elementwise kinds and Dask's results)."""
 
     # ---- identity: a Kind is its name ------------------------------------------------------
@@ -144,6 +146,18 @@ class Kind:
         ``UNROLL`` deep)."""
         widest = max(np.dtype(t).itemsize for role, t in kernel.value_types if role != "Idx")
         return kernel.block_size * (16 // widest) * UNROLL
+
+    def arity_error(self, got: int) -> InvalidArgument | None:
+        """The refusal of ``run`` called with ``got`` positional arguments, or None when a
+        kernel of this kind takes that many."""
+        names = self.run_args
+        least = len(names) - (names[-1:] == ("p",))
+        if least <= got <= len(names):
+            return None
+        optional = " (p may be left out when the spec has no params)" \
+            if least < len(names) else ""
+        return InvalidArgument(f"run: a {self.name} kernel takes ({', '.join(names)})"
+                               f"{optional}, got {got} argument{'s' * (got != 1)}")
 
     def fold(self, spec: Spec, partials: np.ndarray) -> np.generic:
         """Fold partials into the result: only kinds that write partials have one."""

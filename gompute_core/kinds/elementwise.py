@@ -127,6 +127,11 @@ class ElementwiseKind(Kind):
 
         return ElementwiseProgram(spec, device)  # type: ignore[arg-type]
 
+    def arity_error(self, got: int) -> InvalidArgument | None:
+        """None: ``run`` takes any number of positional inputs and names a wrong count
+        itself, with the inputs' names."""
+        return None
+
     def launch(self, program: Any) -> Callable[..., None]:
         return program.launch
 

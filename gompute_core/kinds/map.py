@@ -83,6 +83,7 @@ class MapKind(Kind):
 
     name = "map"
     roles = ("T",)
+    run_args = ("data", "p")
     entry_args = (("data", "pointer"), ("n", "u64"))
     arrays = (("T", "inout"),)
     dask_inputs = (("data", "T"),)

@@ -26,8 +26,12 @@ def _launch_map_to(prog: Any, inp: Buffer, out: Buffer, n: int, p: Any = None) -
         if p is not prog._last_p:
             prog._set_params(p)
         if n:
-            prog._go(prog.grid(n), (prog._operand(inp, "inp", n, "In"),
-                                    prog._operand(out, "out", n, "Out"), n))
+            i = prog._operand(inp, "inp", n, "In")
+            o = prog._operand(out, "out", n, "Out")
+            i_nbytes, o_nbytes = n * prog._size["In"], n * prog._size["Out"]
+            if i.__class__ is not int or i < o + o_nbytes and o < i + i_nbytes:
+                prog._overlap(inp, i, "inp", i_nbytes, out, o, o_nbytes, True)
+            prog._go(prog.grid(n), (i, o, n))
 
 
 def _run_map_to(k: Any, inp: Any, out: Any, p: Any = None) -> Any:
@@ -47,6 +51,7 @@ class MapToKind(Kind):
 
     name = "map_to"
     roles = ("In", "Out")
+    run_args = ("inp", "out", "p")
     entry_args = (("in", "pointer"), ("out", "pointer"), ("n", "u64"))
     default_role = "Out"
     output_role = "Out"

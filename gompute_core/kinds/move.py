@@ -29,9 +29,13 @@ def _launch_move(prog: Any, src: Buffer, idx: Buffer, out: Buffer, n: int,
     # gather reads src[< bound] and writes out[< n]; scatter the other way round
     src_n, out_n = (bound, n) if prog.kind.bounds_src else (n, bound)
     with prog._lock:
-        prog._go(prog.move_grid(n),
-                 (prog._operand(src, "src", src_n, "T"), prog._operand(idx, "idx", n, "Idx"),
-                  prog._operand(out, "out", out_n, "T"), n, bound))
+        s = prog._operand(src, "src", src_n, "T")
+        i = prog._operand(idx, "idx", n, "Idx")
+        o = prog._operand(out, "out", out_n, "T")
+        out_nbytes = out_n * prog._t_size
+        prog._overlap(src, s, "src", src_n * prog._t_size, out, o, out_nbytes, False)
+        prog._overlap(idx, i, "idx", n * prog._size["Idx"], out, o, out_nbytes, False)
+        prog._go(prog.move_grid(n), (s, i, o, n, bound))
 
 
 def _checked(k: Any, src: Any, idx: Any, out: Any) -> tuple[Any, ...]:
@@ -65,6 +69,7 @@ class GatherKind(Kind):
 
     name = "gather"
     roles = ("T", "Idx")
+    run_args = ("src", "idx", "out")
     entry_args = (("src", "pointer"), ("idx", "pointer"), ("out", "pointer"), ("n", "u64"),
                   ("bound", "u64"))
     bounds_src = True

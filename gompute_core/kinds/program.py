@@ -5,7 +5,9 @@
 map_to ``(inp, out, n, p)``; zip ``(a, b, out, n, p)``; reduce
 ``(data, n, partials, blocks, p)``; gather/scatter ``(src, idx, out, n,
 bound)``). It checks its arguments in O(1) with the pieces here — each buffer
-belongs to this device, is not freed and holds what the launch touches; counts
+belongs to this device, is not freed and holds what the launch touches; an output
+overlaps no input the way ``run`` refuses (partially for map_to/zip, at all for
+gather/scatter); counts
 are ``u64``; ``1 <= blocks <= 1024`` for a reduce — then patches the program's
 :class:`~gompute_core.backend.args.ArgBuffer` and calls the backend's
 launcher. A lock makes patch-and-launch one step, so threads sharing a
@@ -27,10 +29,11 @@ import numpy as np
 
 from ..backend.args import ArgBuffer, arg_layout
 from ..backend.buffer import Buffer
+from ..backend.launch_params import ParamsCache
 from ..errors import InvalidArgument
 from ..ir.kernel import KernelIR
 from ..plugins.records import Artifact
-from ..runtime.launch_params import ParamsCache
+from ..runtime import checks
 from .base import Kind, kind_named
 from .foreign import PROBES, launch_operand, probed_operand
 
@@ -42,6 +45,11 @@ WRITTEN = frozenset({"buf", "out", "partials"})
 
 _STALE = object()
 """``_last_p`` when the params must be converted again."""
+
+
+def refuse_closed(*args: Any, **kwargs: Any) -> Any:
+    """What a closed handle's (and its program's) launch, run and enqueue become."""
+    raise InvalidArgument("this kernel handle is closed")
 
 
 class KernelProgram:
@@ -85,6 +93,11 @@ class KernelProgram:
         """Foreign streams to make wait for this launch (filled by foreign operands)."""
         self.launch = self.kind.launch(self)
         """The kind's checked launch, bound to this program."""
+
+    def close(self) -> None:
+        """Refuse every later launch (the handle owning the program was closed): ``launch``
+        and ``enqueue`` raise ``InvalidArgument``."""
+        self.launch = self.enqueue = refuse_closed
 
     # ---- stream ------------------------------------------------------------------------------
     @property
@@ -184,6 +197,24 @@ class KernelProgram:
         finally:
             if self._signals:
                 self._signal()
+
+    def _overlap(self, x_obj: Any, x: Any, x_role: str, x_nbytes: int, out_obj: Any, out: Any,
+                 out_nbytes: int, partial_only: bool) -> None:
+        """Refuse the output operand ``out`` (of argument ``out_obj``) overlapping ``x`` as
+        ``run`` refuses its arrays (:func:`~gompute_core.runtime.checks.refuse_overlap`), on
+        the byte spans the launch touches. The launches call it only when ``x`` is not an
+        address (a host-memory device's arrays) or the two spans meet."""
+        if x.__class__ is not int:
+            dev = self.device
+            if getattr(x_obj, "device", None) is dev and getattr(out_obj, "device", None) is dev:
+                x, out = x_obj.addr, out_obj.addr  # two buffers of this device: their addresses
+        overlap = checks.operands_overlap(x, x_nbytes, out, out_nbytes)
+        if overlap[0]:
+            try:
+                checks.refuse_overlap(overlap, x_role, "out", partial_only, "launch: ")
+            except InvalidArgument:
+                self._signals.clear()  # nothing is launched: no foreign stream waits for it
+                raise
 
     def _signal(self) -> None:
         signals, self._signals = self._signals, []

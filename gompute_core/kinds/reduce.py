@@ -69,6 +69,7 @@ class ReduceKind(Kind):
 
     name = "reduce"
     roles = ("T",)
+    run_args = ("data", "p")
     entry_args = (("data", "pointer"), ("n", "u64"), ("partials", "pointer"))
 
     def lower(self, spec: Spec, common: dict[str, Any]) -> KernelIR:

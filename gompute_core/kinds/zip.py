@@ -26,9 +26,16 @@ def _launch_zip(prog: Any, a: Buffer, b: Buffer, out: Buffer, n: int, p: Any = N
         if p is not prog._last_p:
             prog._set_params(p)
         if n:
-            prog._go(prog.grid(n), (prog._operand(a, "a", n, "A"),
-                                    prog._operand(b, "b", n, "B"),
-                                    prog._operand(out, "out", n, "Out"), n))
+            x = prog._operand(a, "a", n, "A")
+            y = prog._operand(b, "b", n, "B")
+            o = prog._operand(out, "out", n, "Out")
+            x_nbytes, y_nbytes, o_nbytes = (n * prog._size["A"], n * prog._size["B"],
+                                            n * prog._size["Out"])
+            if x.__class__ is not int or x < o + o_nbytes and o < x + x_nbytes:
+                prog._overlap(a, x, "a", x_nbytes, out, o, o_nbytes, True)
+            if y.__class__ is not int or y < o + o_nbytes and o < y + y_nbytes:
+                prog._overlap(b, y, "b", y_nbytes, out, o, o_nbytes, True)
+            prog._go(prog.grid(n), (x, y, o, n))
 
 
 def _run_zip(k: Any, a: Any, b: Any, out: Any, p: Any = None) -> Any:
@@ -51,6 +58,7 @@ class ZipKind(Kind):
 
     name = "zip"
     roles = ("A", "B", "Out")
+    run_args = ("a", "b", "out", "p")
     entry_args = (("a", "pointer"), ("b", "pointer"), ("out", "pointer"), ("n", "u64"))
     default_role = "Out"
     output_role = "Out"

@@ -32,7 +32,7 @@ from ..errors import (
     NoDevice,
     UnsupportedBackend,
 )
-from . import hookspecs
+from . import apishape, hookspecs
 from .records import PLUGIN_API_VERSION, Artifact, Availability, BackendInfo, CompileRequest
 
 ENTRY_POINT_GROUP = "gompute.backends"
@@ -179,17 +179,23 @@ def _refuse(record: BackendRecord) -> BackendRecord:
 def _add(plugin: Any, fallback_name: str, source: str) -> BackendRecord:
     """Register ``plugin`` and record it (or the reason it was refused)."""
     state = _registry()
+    shape_api, evidence = apishape.api_of_shape(plugin)
     try:
         info = _describe(plugin)
     except Exception as exc:
+        if shape_api != PLUGIN_API_VERSION:  # an API-1 plugin may fail to describe itself
+            return _refuse(BackendRecord(fallback_name, None,
+                                         apishape.written_for_api1(evidence), source))
         return _refuse(BackendRecord(fallback_name, None,
                                      f"gompute_backend_info failed: {_last_line(exc)}", source))
+    if shape_api != PLUGIN_API_VERSION:
+        return _refuse(BackendRecord(info.name, info, apishape.written_for_api1(evidence),
+                                     source))
+    if apishape.echoes_core_version(plugin.gompute_backend_info):
+        return _refuse(BackendRecord(info.name, info, apishape.echoes_version(), source))
     if info.api_version != PLUGIN_API_VERSION:
-        return _refuse(BackendRecord(
-            info.name, info,
-            f"the plugin implements plugin API version {info.api_version}; this gompute-core "
-            f"expects API version {PLUGIN_API_VERSION} (install matching versions of the core "
-            "and the plugin; plugins.md has the migration notes)", source))
+        return _refuse(BackendRecord(info.name, info, apishape.other_version(info.api_version),
+                                     source))
     existing = state.records.get(info.name)
     if existing is not None and existing.loaded:
         if existing.source.startswith("entry point") and source.startswith("entry point"):

@@ -18,6 +18,7 @@ import numpy as np
 
 from ..errors import BackendUnavailable, GomputeWarning, InvalidArgument, Unsupported
 from ..ir.kernel import KernelIR
+from ..kinds.program import refuse_closed
 from ..kinds.reduce import MAX_REDUCE_BLOCKS
 from ..kinds.run import Runner
 from ..kinds.support import runs
@@ -27,10 +28,6 @@ from ..specs import Spec
 from ..types import short_name
 from . import checks
 from .compile import compile_options, contracted, find_prebuilt
-
-
-def _closed(*args: Any, **kwargs: Any) -> Any:
-    raise InvalidArgument("this kernel handle is closed")
 
 
 def capability_gap(info: BackendInfo, spec: Spec) -> str:
@@ -181,15 +178,21 @@ class Kernel:
         elementwise ``(*ins, out=None, p=None)`` -> the output, or a tuple of them
         (``docs/elementwise.md``).
         """
-        return self._run(*args, **kwargs)
+        try:
+            return self._run(*args, **kwargs)
+        except TypeError:
+            wrong = self.spec.kind_object.arity_error(len(args))
+            if wrong is None:
+                raise  # the call had the right shape: an error inside
+            raise wrong from None
 
     def close(self) -> None:
         """Free the buffers ``run`` keeps; later calls raise ``InvalidArgument`` (idempotent)."""
         if self._closed_flag:
             return
         self._closed_flag = True
-        self.launch = _closed
-        self._run = _closed
+        self.launch = refuse_closed
+        self._run = refuse_closed
         self._runner.close()
         close = getattr(self.program, "close", None)
         if close is not None:  # a kind's own program (scan) keeps scratch buffers
@@ -207,7 +210,7 @@ class Kernel:
 
     def _check_open(self) -> None:
         if self._closed_flag:
-            raise InvalidArgument("this kernel handle is closed")
+            refuse_closed()
 
 
 class AutoKernel(Kernel):

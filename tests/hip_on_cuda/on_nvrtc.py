@@ -20,7 +20,6 @@ from gompute_hip import __version__
 from gompute_hip.renderer import render
 
 from gompute_core.backend import (
-    PLUGIN_API_VERSION,
     Availability,
     BackendInfo,
     Built,
@@ -100,7 +99,7 @@ class HipOnNvrtcPlugin:
     @hookimpl
     def gompute_backend_info(self) -> BackendInfo:
         """Every kind and type, lowest priority (never picked by ``AutoKernel`` first)."""
-        return BackendInfo(name=NAME, version=__version__, api_version=PLUGIN_API_VERSION,
+        return BackendInfo(name=NAME, version=__version__, api_version=2,
                            priority=1, kinds=(), features=FEATURES,
                            description="HIP-rendered source compiled by NVRTC, run on CUDA")
 

@@ -37,7 +37,7 @@ from gompute_core.types import ScalarType, is_float, is_signed
 
 from .helpers import helper_source
 from .params import is_aggregate, leaves
-from .render import FunctionRenderer, const, tname
+from .render import FunctionRenderer, call, const, define, tname
 
 RENDERER_VERSION = 3
 """Bumped whenever the rendered code changes meaning (it is part of the source, hence the cache)."""
@@ -68,7 +68,7 @@ def _call(fn: Function, values: list[str], pleaves: list[str]) -> str:
     it = iter(values)
     for _, t in fn.args:
         args.extend(pleaves if is_aggregate(t) else [next(it)])
-    return f"f_{fn.name}({', '.join(args)})"
+    return call(f"f_{fn.name}", args)
 
 
 def _map_loops(kir: KernelIR, P: list[str]) -> str:
@@ -110,13 +110,14 @@ def _reduce_loops(kir: KernelIR, P: list[str]) -> str:
     ident = const(kir.identity.value if kir.identity is not None else 0, T)
     fold_opts = "_REASSOC" if kir.reassociate else "_FN"
     tail = "".join(f", {q}" for q in P)
-    chunk = "data[b * n // blocks:(b + 1) * n // blocks]"
+    head = "\n".join(define("k_fold", ["x", *P]))
+    chunk = call("k_fold", ["data[b * n // blocks:(b + 1) * n // blocks]", *P])
     # k_fold takes a slice and counts from 0: with a variable start, numba's negative-index
     # wraparound keeps LLVM from proving the index non-negative, and the loop stays scalar
     if _lanes_help(kir):
         blk = "blk[j]" if kir.pre is None else _call(kir.function(kir.pre), ["blk[j]"], P)
         fold = (
-            f"@njit(**{fold_opts})\ndef k_fold(x{tail}):\n"
+            f"@njit(**{fold_opts})\n{head}\n"
             f"    n = x.shape[0]\n    m = n - n % {_LANES}\n"
             f"    lanes = np.full({_LANES}, {ident})\n"
             f"    for i in range(0, m, {_LANES}):\n        blk = x[i:i + {_LANES}]\n"
@@ -128,20 +129,20 @@ def _reduce_loops(kir: KernelIR, P: list[str]) -> str:
             f"    return acc\n\n\n")
     else:
         fold = (
-            f"@njit(**{fold_opts})\ndef k_fold(x{tail}):\n    acc = {ident}\n"
+            f"@njit(**{fold_opts})\n{head}\n    acc = {ident}\n"
             f"    for i in range(x.shape[0]):\n        acc = {_call(comb, ['acc', x], P)}\n"
             f"    return acc\n\n\n")
     return (
         fold +
         f"@njit(**_OPT)\ndef k_serial(data, n{tail}):\n"
-        f"    return k_fold(data[:n]{tail})\n\n\n"
+        f"    return {call('k_fold', ['data[:n]', *P])}\n\n\n"
         f"@njit(**_OPT)\ndef k_blocks(data, n, partials, blocks{tail}):\n"
-        f"    for b in range(blocks):\n        partials[b] = k_fold({chunk}{tail})\n\n\n"
+        f"    for b in range(blocks):\n        partials[b] = {chunk}\n\n\n"
         f"@njit(**_PAR)\ndef k_blocks_parallel(data, n, partials, blocks{tail}):\n"
-        f"    for b in prange(blocks):\n        partials[b] = k_fold({chunk}{tail})\n\n\n"
+        f"    for b in prange(blocks):\n        partials[b] = {chunk}\n\n\n"
         f"@njit(**_PAR)\ndef k_parallel(data, n, blocks{tail}):\n"
         f"    partials = np.empty(blocks, {tname(T)})\n"
-        f"    for b in prange(blocks):\n        partials[b] = k_fold({chunk}{tail})\n"
+        f"    for b in prange(blocks):\n        partials[b] = {chunk}\n"
         f"    acc = {ident}\n"
         f"    for b in range(blocks):\n        acc = {_call(comb, ['acc', 'partials[b]'], P)}\n"
         f"    return acc\n")

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
@@ -89,6 +89,35 @@ def var(name: str) -> str:
 def leaf_names(name: str, t: ir.IRType) -> list[str]:
     """Rendered names of the leaves of the aggregate variable ``name``."""
     return [f"s{k}_{var(name)}" for k in range(len(leaves(t)))]
+
+
+MAX_DISPLAY = 30
+"""The most items a rendered call or tuple display holds. CPython compiles one with more
+(its compiler's ``STACK_USE_GUIDELINE``) through a list turned into a tuple, which numba
+cannot type when the items' types differ, and its inliner rejects as a ``*args`` call."""
+
+
+def packed(items: Sequence[str]) -> str:
+    """The tuple of ``items``: displays of at most :data:`MAX_DISPLAY` items, concatenated
+    (nested tuples would be shorter to unpack, but numba's parallel array analysis
+    mistakes a nested tuple of integers for an array shape and fails)."""
+    return " + ".join(f"({', '.join(items[k:k + MAX_DISPLAY])},)"
+                      for k in range(0, len(items), MAX_DISPLAY)) or "()"
+
+
+def call(func: str, args: Sequence[str]) -> str:
+    """A call of the rendered function ``func``: its arguments in order, or, when there are
+    more than :data:`MAX_DISPLAY`, one :func:`packed` tuple of them (``func`` was defined
+    by :func:`define` with as many parameters)."""
+    return f"{func}({packed(args) if len(args) > MAX_DISPLAY else ', '.join(args)})"
+
+
+def define(func: str, params: Sequence[str]) -> list[str]:
+    """The ``def`` line of the rendered function ``func`` (its body at depth 1), with the
+    line that unpacks its parameters when :func:`call` passes them packed."""
+    if len(params) <= MAX_DISPLAY:
+        return [f"def {func}({', '.join(params)}):"]
+    return [f"def {func}(_packed):", f"    {', '.join(params)} = _packed"]
 
 
 def arg_names(fn: ir.Function) -> list[str]:
@@ -254,7 +283,7 @@ class FunctionRenderer(Visitor):
         args: list[str] = []
         for a in e.args:
             args.extend(self.flatten(a) if is_aggregate(a.type) else [self.expr(a)])
-        return f"f_{e.func}({', '.join(args)})"
+        return call(f"f_{e.func}", args)
 
     # statements --------------------------------------------------------------------------
 
@@ -325,7 +354,7 @@ class FunctionRenderer(Visitor):
         if is_aggregate(fn.ret):
             raise Unsupported(f"{fn.source}: kernel function {fn.name} returns a record")
         self.emit(0, f"@njit(**{options})")
-        self.emit(0, f"def f_{fn.name}({', '.join(arg_names(fn))}):")
+        self.lines.extend(define(f"f_{fn.name}", arg_names(fn)))
         for name, t in fn.locals:
             if isinstance(t, ir.LocalType):  # zeroed, as the oracle's numpy.zeros
                 self.emit(1, f"{var(name)} = np.zeros({t.shape}, {tname(t.elem)})")

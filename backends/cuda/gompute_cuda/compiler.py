@@ -10,10 +10,9 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from gompute_core.backend import Built, Compiler
+from gompute_core.backend import Built, Compiler, cache_root
 from gompute_core.errors import BackendUnavailable, CompileFailed
 from gompute_core.ir.kernel import KernelIR
-from gompute_core.runtime.diskcache import cache_root
 
 from .nvrtc import identify, load_nvrtc, parse_arch
 from .renderer import CUDARenderer

@@ -27,9 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from gompute_core.backend import ArgBuffer, Artifact, Device
-from gompute_core.backend.args import RawArgBuffer
-from gompute_core.backend.pinning import HostPinning
+from gompute_core.backend import ArgBuffer, Artifact, Device, HostPinning, RawArgBuffer
 from gompute_core.errors import (
     AllocFailed,
     ContextFailed,

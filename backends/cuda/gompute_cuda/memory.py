@@ -16,8 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from gompute_core.backend import Buffer
-from gompute_core.backend.pinning import pinned_array
+from gompute_core.backend import Buffer, pinned_array
 from gompute_core.errors import AllocFailed, CopyFailed
 
 from .driver import check, cuda, guarded, libcuda

@@ -6,7 +6,6 @@ import threading
 from typing import TYPE_CHECKING
 
 from gompute_core.backend import (
-    PLUGIN_API_VERSION,
     Availability,
     BackendInfo,
     DeviceInfo,
@@ -29,7 +28,7 @@ _lock = threading.Lock()
 @hookimpl
 def gompute_backend_info() -> BackendInfo:
     """CUDA: priority 300 (probed first), every kind, every scalar type."""
-    return BackendInfo(name=NAME, version=__version__, api_version=PLUGIN_API_VERSION,
+    return BackendInfo(name=NAME, version=__version__, api_version=2,
                        priority=300, kinds=(), features=FEATURES, example_arch="sm_90",
                        description="NVIDIA GPUs: CUDA C++ via NVRTC, run through pycuda")
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import ctypes
 from typing import TYPE_CHECKING, Any
 
-from gompute_core.backend import Stream
+from gompute_core.backend import Event, Graph, GraphExec, Stream
 from gompute_core.errors import (
     CaptureFailed,
     EventFailed,
@@ -72,7 +72,7 @@ class CudaStream(Stream):
         return f"<CudaStream {self.handle:#x} on device {self.device.ordinal}>"
 
 
-class CudaEvent:
+class CudaEvent(Event):
     """A marker in a stream, with timing."""
 
     def __init__(self, device: CudaDevice, timing: bool = True) -> None:
@@ -103,7 +103,7 @@ class CudaEvent:
             return float(self.handle_obj.time_since(start.handle_obj)) * 1000.0
 
 
-class CudaGraph:
+class CudaGraph(Graph):
     """A captured graph; :meth:`instantiate` makes it launchable."""
 
     def __init__(self, device: CudaDevice, handle: ctypes.c_void_p) -> None:
@@ -118,10 +118,13 @@ class CudaGraph:
                   GraphFailed, "cuda: cuGraphInstantiate")
         return CudaGraphExec(self.device, exe)
 
-    def __del__(self) -> None:
+    def close(self) -> None:
+        """Release the driver's object (idempotent; also when garbage collected)."""
         handle, self.handle = getattr(self, "handle", None), None
         if handle and _alive():
             libcuda().cuGraphDestroy(handle)
+
+    __del__ = close
 
 
 class _UpdateResultInfo(ctypes.Structure):
@@ -129,7 +132,7 @@ class _UpdateResultInfo(ctypes.Structure):
                 ("errorFromNode", ctypes.c_void_p)]
 
 
-class CudaGraphExec:
+class CudaGraphExec(GraphExec):
     """An instantiated graph: :meth:`launch` replays it, :meth:`update` swaps in a new
     capture of the same topology (new arguments) without re-instantiating."""
 
@@ -150,10 +153,13 @@ class CudaGraphExec:
             code = libcuda().cuGraphExecUpdate_v2(self.handle, graph.handle, ctypes.byref(info))
             check(code, GraphFailed, f"cuda: cuGraphExecUpdate (update result {info.result})")
 
-    def __del__(self) -> None:
+    def close(self) -> None:
+        """Release the driver's object (idempotent; also when garbage collected)."""
         handle, self.handle = getattr(self, "handle", None), None
         if handle and _alive():
             libcuda().cuGraphExecDestroy(handle)
+
+    __del__ = close
 
 
 def _alive() -> bool:

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from gompute_core.backend import (
-    PLUGIN_API_VERSION,
     Availability,
     BackendInfo,
     hookimpl,
@@ -27,7 +26,7 @@ with their builtins (the core derives the kinds from them)."""
 def gompute_backend_info() -> BackendInfo:
     """The HIP backend: every kind and scalar type, priority 200 (after CUDA, before the CPU)."""
     return BackendInfo(
-        name=NAME, version=__version__, api_version=PLUGIN_API_VERSION, priority=200,
+        name=NAME, version=__version__, api_version=2, priority=200,
         kinds=(), features=FEATURES, unsupported_types=(), example_arch="gfx90a",
         description="AMD GPUs through hip-python; hiprtc compiles gfx code objects",
     )

@@ -11,7 +11,6 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from gompute_core.backend import (
-    PLUGIN_API_VERSION,
     Availability,
     BackendInfo,
     Built,
@@ -119,7 +118,7 @@ class OpenCLCompiler(Compiler):
 @hookimpl
 def gompute_backend_info() -> BackendInfo:
     """Every kind and type (f16 through ``vload_half``/``vstore_half``)."""
-    return BackendInfo(name=NAME, version=__version__, api_version=PLUGIN_API_VERSION,
+    return BackendInfo(name=NAME, version=__version__, api_version=2,
                        priority=50, kinds=(), features=FEATURES, unsupported_types=(),
                        description="OpenCL C through pyopencl (any ICD: PoCL, vendor drivers)")
 

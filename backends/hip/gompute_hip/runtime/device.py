@@ -14,9 +14,15 @@ from typing import Any
 
 import numpy as np
 
-from gompute_core.backend import ArgBuffer, Artifact, Availability, Device, DeviceInfo
-from gompute_core.backend.args import RawArgBuffer
-from gompute_core.backend.pinning import HostPinning
+from gompute_core.backend import (
+    ArgBuffer,
+    Artifact,
+    Availability,
+    Device,
+    DeviceInfo,
+    HostPinning,
+    RawArgBuffer,
+)
 from gompute_core.errors import (
     InitFailed,
     InvalidArgument,
@@ -226,4 +232,4 @@ class HipDevice(Device):
         for module in modules:
             check(self.hip.hipModuleUnload(module.handle), "hipModuleUnload", ModuleLoadFailed)
         self._pinning.close()
-        self._stream.destroy()
+        self._stream.close()

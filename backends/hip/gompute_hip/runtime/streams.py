@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from gompute_core.backend import Stream
+from gompute_core.backend import Event, Graph, GraphExec, Stream
 from gompute_core.errors import (
     CaptureFailed,
     EventFailed,
@@ -91,14 +91,14 @@ class HipStream(Stream):
         graph = _unsupported_to(self.device, "hipStreamEndCapture", result, CaptureFailed)
         return HipGraph(self.device, graph)
 
-    def destroy(self) -> None:
+    def close(self) -> None:
         """Release the stream (idempotent)."""
         if self.handle is not None:
             handle, self.handle = self.handle, None
             check(self.device.hip.hipStreamDestroy(handle), "hipStreamDestroy", SyncFailed)
 
 
-class HipEvent:
+class HipEvent(Event):
     """A marker in a stream, with timing."""
 
     def __init__(self, device: HipDevice, timing: bool = True) -> None:
@@ -133,14 +133,14 @@ class HipEvent:
                    "hipEventElapsedTime", EventFailed)
         return float(ms) * 1000.0
 
-    def destroy(self) -> None:
+    def close(self) -> None:
         """Release the event (idempotent)."""
         if self.handle is not None:
             handle, self.handle = self.handle, None
             check(self.device.hip.hipEventDestroy(handle), "hipEventDestroy", EventFailed)
 
 
-class HipGraph:
+class HipGraph(Graph):
     """A captured graph; :meth:`instantiate` makes it launchable."""
 
     def __init__(self, device: HipDevice, handle: Any) -> None:
@@ -156,14 +156,14 @@ class HipGraph:
         clear_last_driver_error()
         return HipGraphExec(self.device, result[1])
 
-    def destroy(self) -> None:
+    def close(self) -> None:
         """Release the graph (idempotent)."""
         if self.handle is not None:
             handle, self.handle = self.handle, None
             check(self.device.hip.hipGraphDestroy(handle), "hipGraphDestroy", GraphFailed)
 
 
-class HipGraphExec:
+class HipGraphExec(GraphExec):
     """An instantiated graph: launch it on a stream, or update it from a new capture."""
 
     def __init__(self, device: HipDevice, handle: Any) -> None:
@@ -184,7 +184,7 @@ class HipGraphExec:
             raise_for(code, f"hipGraphExecUpdate ({result[2]!r})", GraphFailed)
         clear_last_driver_error()
 
-    def destroy(self) -> None:
+    def close(self) -> None:
         """Release the executable graph (idempotent)."""
         if self.handle is not None:
             handle, self.handle = self.handle, None
