@@ -1,7 +1,7 @@
 """The elementwise kind (``g.elementwise``) against NumPy: several inputs and outputs,
 scalars, broadcasting, strided views (negative strides, transposes, column slices) read
 and written in place, 0-d and empty arrays, output allocation, every scalar type, launch
-on buffers, and the refusals. CPU always; OpenCL (PoCL) and CUDA where they run."""
+on buffers, and the refusals. CPU always; OpenCL (PoCL), CUDA and HIP where they run."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from gompute_core.errors import BackendUnavailable, UnsupportedBackend
 from gompute_core.plugins import manager
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "gompute-opencl"
-BACKENDS = ("cpu", "opencl", "cuda")  # not HIP: hiprtc and PoCL abort when both load
+BACKENDS = ("cpu", "opencl", "cuda", "hip")  # opencl items run in a process of their own
 _ids = itertools.count()
 
 
