@@ -466,3 +466,17 @@ def test_an_array_on_another_device_is_named() -> None:
 def test_compile_options_are_refused_not_ignored() -> None:
     with pytest.raises(g.Unsupported, match="contract= do not reach"):
         g.Kernel(AXPB, "cpu", contract=True)
+
+
+def test_launches_larger_than_the_grid_cap(backend: str) -> None:
+    """More blocks than the device's grid cap: the grid-stride form of the variant (on
+    OpenCL's few blocks per compute unit, say); else one element per thread."""
+    n = 300_000
+    x = rand((n // 100, 100), np.float32, 21)
+    with g.Kernel(AXPB, backend) as k:
+        np.testing.assert_array_equal(k.run(np.float32(2), x, x), 3 * x)
+        np.testing.assert_array_equal(k.run(np.float32(2), x[:, ::-1], x[:1]), 2 * x[:, ::-1] +
+                                      x[:1])
+        capped = -(-n // AXPB.block_size) > k.device.max_grid_blocks(AXPB.block_size)
+        names = k.program.variants()
+    assert any(v.endswith("_gs") for v in names) == capped, names

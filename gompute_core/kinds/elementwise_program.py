@@ -65,8 +65,9 @@ class ElementwiseProgram:
         self._launching = threading.Lock()
         """Held while a variant's arguments are written and launched (threads sharing a
         handle never launch with each other's arguments)."""
-        self._variants: dict[int | None, RawKernel] = {}
-        self._metas: dict[int, type] = {}
+        self._variants: dict[tuple[int | None, bool], RawKernel] = {}
+        self._metas: dict[RawKernel, type] = {}
+        """The params record class of each strided variant."""
         self._in_dtypes = [np.dtype(t) for t in spec.ins]
         self._out_dtypes = [np.dtype(t) for t in spec.outs]
         self._scalars = {k: _scalar_converter(spec.name, f"{name} (g.Scalar[{short_name(t)}])",
@@ -97,18 +98,27 @@ class ElementwiseProgram:
             raise InvalidArgument(f"stream: expected a stream of {self.device!r}, got {value!r}")
         self._stream = value
 
-    def _variant(self, ndim: int | None) -> RawKernel:
-        found = self._variants.get(ndim)
+    def _variant(self, ndim: int | None, strided_grid: bool = False) -> RawKernel:
+        key = (ndim, strided_grid)
+        found = self._variants.get(key)
         if found is None:
             with self._lock:
-                found = self._variants.get(ndim)
+                found = self._variants.get(key)
                 if found is None:
-                    definition = make_variant(self.spec, ndim)
+                    definition = make_variant(self.spec, ndim, strided_grid)
                     found = RawKernel(definition, self.device.backend, self.device.ordinal)
-                    self._variants[ndim] = found
+                    self._variants[key] = found
                     if ndim is not None:
-                        self._metas[ndim] = definition.params_class  # type: ignore[assignment]
+                        self._metas[found] = definition.params_class  # type: ignore[assignment]
         return found
+
+    def _kernel(self, ndim: int | None, count: int) -> tuple[RawKernel, int]:
+        """The variant for ``count`` elements and its grid: one element per thread, or the
+        grid-stride form when that needs more blocks than the device's cap."""
+        blocks = -(-count // self.block_size)
+        if blocks <= self._grid_cap:
+            return (self.flat if ndim is None else self._variant(ndim)), blocks
+        return self._variant(ndim, True), self._grid_cap
 
     def variants(self) -> tuple[str, ...]:
         """The entry names of the variants compiled so far."""
@@ -246,10 +256,9 @@ class ElementwiseProgram:
             values.append(count)
             if P is not None:
                 values.append(p)
-            bs = self.block_size
+            kernel, grid = self._kernel(None, count)
             with self._launching:
-                self.flat.launch(max(1, min(-(-count // bs), self._grid_cap)), bs, values,
-                                 stream=self._stream)
+                kernel.launch(grid, self.block_size, values, stream=self._stream)
         return True
 
     def _allocate(self, k: int, shape: tuple[int, ...], host: bool) -> tuple[Any, Operand]:
@@ -328,28 +337,25 @@ class ElementwiseProgram:
             return
         arrays = [v for v in values if isinstance(v, Operand)] + outs
         foreign = [o for o in arrays if o.stream is not None]
+        kernel, grid = self._kernel(None if layout.flat else layout.ndim, layout.size)
         if layout.flat:
-            kernel = self.flat
             tail: list[Any] = [] if self.spec.params is None else [p]
         else:
-            kernel = self._variant(layout.ndim)
             strides: list[int] = []
             offsets = []
             for o in arrays:
                 strides += o.iter_strides
                 offsets.append(-o.span()[0])
-            meta = self._metas[layout.ndim]
             fields: dict[str, Any] = {"shape": layout.shape, "strides": tuple(strides),
                                       "offsets": tuple(offsets)}
             if self.spec.params is not None:
                 fields["user"] = p
-            tail = [meta(**fields)]
+            tail = [self._metas[kernel](**fields)]
         args = [self._pointer(v) if isinstance(v, Operand) else v for v in values]
         args += [self._pointer(o) for o in outs]
         args.append(layout.size)
         args += tail
         bs = self.block_size
-        grid = max(1, min(-(-layout.size // bs), self._grid_cap))
         s = self._stream
         if foreign:
             order_before(self.device, s, foreign)  # type: ignore[arg-type]

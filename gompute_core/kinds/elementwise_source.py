@@ -3,9 +3,11 @@
 An elementwise spec needs no entry of its own in any backend: for each variant it runs,
 this module writes the source of a ``@g.raw_kernel`` function calling the spec's element
 function, and every backend that runs raw kernels compiles it as it compiles any other.
-Two shapes of entry, both grid-stride loops over ``n`` elements (a launch of
-``ceil(n / block)`` blocks gives each thread one element; a device that caps the grid
-gives each thread several):
+Each entry comes in two forms: one element per thread (``i = global_id(0); if i < n``),
+launched with ``ceil(n / block)`` blocks, and a grid-stride loop (``_gs``), used only when
+that many blocks exceed the device's grid cap (``Device.max_grid_blocks``: CUDA's and
+HIP's few waves, never the CPU's, which runs a loop-free kernel as one flat parallel
+loop). And two shapes:
 
 * ``flat``: every operand contiguous over one dimension: ``o0[i] = f(a0[i], a1[i], s)``
   (the loop the compilers vectorize);
@@ -37,9 +39,11 @@ if TYPE_CHECKING:
 _MODULE = "gompute_core.kinds.elementwise_source"
 
 
-def variant_name(spec: ElementwiseSpec, ndim: int | None) -> str:
-    """The entry symbol of a variant: ``<name>_flat`` or ``<name>_nd<d>``."""
-    return f"{spec.name}_flat" if ndim is None else f"{spec.name}_nd{ndim}"
+def variant_name(spec: ElementwiseSpec, ndim: int | None, strided_grid: bool = False) -> str:
+    """The entry symbol of a variant: ``<name>_flat`` or ``<name>_nd<d>``, with ``_gs`` for
+    the grid-stride form."""
+    base = f"{spec.name}_flat" if ndim is None else f"{spec.name}_nd{ndim}"
+    return f"{base}_gs" if strided_grid else base
 
 
 def meta_class(spec: ElementwiseSpec, ndim: int) -> type:
@@ -55,7 +59,7 @@ def meta_class(spec: ElementwiseSpec, ndim: int) -> type:
     return make_params(cls)
 
 
-def _source(spec: ElementwiseSpec, ndim: int | None, entry: str) -> str:
+def _source(spec: ElementwiseSpec, ndim: int | None, entry: str, strided_grid: bool) -> str:
     """The raw kernel's text (see the module docstring). Its parameters are ``in<k>`` (the
     spec's inputs, arrays and scalars in order), ``out<k>``, ``n``, then the params."""
     arrays = [f"in{k}" for k in range(len(spec.ins)) if not spec.is_scalar(k)]
@@ -92,21 +96,22 @@ def _source(spec: ElementwiseSpec, ndim: int | None, entry: str) -> str:
         results = [f"_r{k}" for k in range(len(outs))]
         body = [f"        {', '.join(results)} = {call}"]
         body += [f"        {o}[{index[o]}] = {r}" for o, r in zip(outs, results, strict=True)]
-    lines = [f"def {entry}({', '.join(args)}):",
-             "    i = _global_id(0)",
-             "    stride = _grid_dim(0) * _block_dim(0)",
-             "    while i < n:",
-             *decompose,
-             *body,
-             "        i += stride"]
+    lines = [f"def {entry}({', '.join(args)}):", "    i = _global_id(0)"]
+    if strided_grid:
+        lines += ["    stride = _grid_dim(0) * _block_dim(0)", "    while i < n:", *decompose,
+                  *body, "        i += stride"]
+    else:  # one element per thread: no loop (the CPU runs such a kernel as one flat loop)
+        lines += ["    if i < n:", *decompose, *body]
     return "\n".join(lines) + "\n"
 
 
-def make_variant(spec: ElementwiseSpec, ndim: int | None) -> RawKernelDef:
-    """The raw kernel of one variant (``ndim`` None: ``flat``), not registered by name (its
-    spec is)."""
-    entry = variant_name(spec, ndim)
-    text = _source(spec, ndim, entry)
+def make_variant(spec: ElementwiseSpec, ndim: int | None, strided_grid: bool = False
+                 ) -> RawKernelDef:
+    """The raw kernel of one variant (``ndim`` None: ``flat``; ``strided_grid``: the
+    grid-stride loop for launches larger than the device's grid), not registered by name
+    (its spec is)."""
+    entry = variant_name(spec, ndim, strided_grid)
+    text = _source(spec, ndim, entry, strided_grid)
     filename = f"<gompute elementwise {entry}>"
     linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
     env: dict[str, Any] = {"_fn": spec.fn, "_i64": i64, "_global_id": global_id,
