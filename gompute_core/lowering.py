@@ -70,5 +70,6 @@ def lower_spec(spec: Spec) -> KernelIR:
     common: dict[str, Any] = dict(
         name=spec.name, kind=spec.kind, block_size=spec.block_size,
         value_types=spec.value_types, params=params,
+        entry_args=spec.kind_object.entry_args,
     )
     return spec.kind_object.lower(spec, common)

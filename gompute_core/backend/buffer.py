@@ -32,8 +32,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import InvalidArgument
-from ..interop import Exports, TypedView, buffer_shape
-from ..runtime.transfer import byte_count, device_span, host_span
+from .exports import Exports, TypedView, buffer_shape
+from .transfer import byte_count, device_span, host_span
 
 if TYPE_CHECKING:
     from .device import Device, Stream

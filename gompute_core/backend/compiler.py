@@ -2,16 +2,14 @@
 
 A backend's compiler implements ``identity()`` (the compiler and its
 version: ``"nvrtc 13.0"``), ``render(kernel, arch)`` (the source text) and
-``build(source, kernel, arch, options)`` (the image). :func:`compile_kernel`
-renders, then looks the artifact up under a key the core computes from the
-backend, the backend's own identity (:func:`backend_identity`: the
-distribution providing the compiler's class and its version), the compiler's
-identity, the arch, the options, the sha256 of the rendered source and the
-kernel's IR digest: any change to the renderer, the compiler, the backend's
-release or the inputs misses, with no version constant to bump by hand.
-Hits come from this process's memory, then the on-disk cache (atomic
-writes, a checksum checked before use), unless the compiler opts out of the
-disk (``disk_cache = False``: artifacts cheaper to rebuild than to read).
+``build(source, kernel, arch, options)`` (the image). The compile layer
+(:func:`gompute_core.compilation.compile_kernel`) renders, then looks the
+artifact up under a key computed from the backend, the backend's own identity
+(:func:`backend_identity`: the distribution providing the compiler's class,
+its version and the sha256 of the class's module), the compiler's identity,
+the arch, the options, the sha256 of the rendered source and the kernel's IR
+digest: any change to the renderer, the compiler, the backend's release or
+the inputs misses, with no version constant to bump by hand.
 """
 
 from __future__ import annotations
@@ -25,8 +23,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 from ..errors import InvalidArgument
-from ..plugins.records import Artifact
-from ..runtime.diskcache import CompileCache
 
 if TYPE_CHECKING:
     from ..ir.kernel import KernelIR
@@ -101,34 +97,3 @@ def backend_identity(module: str) -> str:
         except OSError:
             pass
     return f"{release}; {module} sha256:{digest}"
-
-
-def cache_key(compiler: Compiler, kernel: KernelIR, arch: str, options: tuple[str, ...],
-              source: str) -> tuple[str, ...]:
-    """The parts of ``kernel``'s cache key (see the module docstring)."""
-    return (compiler.backend, backend_identity(type(compiler).__module__), compiler.identity(),
-            arch, "\0".join(options), hashlib.sha256(source.encode()).hexdigest(),
-            kernel.digest())
-
-
-def compile_kernel(compiler: Compiler, kernel: KernelIR, arch: str,
-                   options: tuple[str, ...] = (), cache: CompileCache | None = None,
-                   source: str | None = None) -> Artifact:
-    """Render ``kernel`` for ``arch`` (or take ``source``, a raw kernel's own C text) and
-    return its artifact, built or from ``cache`` (by default a fresh one of the backend's
-    namespace: the disk level only)."""
-    arch = compiler.check_arch(arch)
-    if source is None:
-        source = compiler.render(kernel, arch)
-    key = cache_key(compiler, kernel, arch, options, source)
-
-    def build() -> Artifact:
-        built = compiler.build(source, kernel, arch, options)
-        return Artifact(backend=compiler.backend, image=built.image, format=built.format,
-                        entry=built.entry or kernel.name, target=arch, source=source,
-                        compiler=key[2], digest=kernel.digest(), kind=kernel.kind,
-                        extra=built.extra)
-
-    if cache is None:
-        cache = CompileCache(compiler.backend)
-    return cache.get_or_build(key, build, disk=compiler.disk_cache)

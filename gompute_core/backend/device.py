@@ -6,13 +6,13 @@ A backend's device subclasses :class:`Device` and implements:
 * ``_load(artifact, kernel, args) -> launcher`` — load the artifact's entry
   point and return a callable ``launcher(grid, stream)`` that launches it
   with ``grid`` blocks of ``kernel.block_size`` threads on ``stream``, reading
-  its arguments from ``args`` (an :class:`~gompute_core.backend.args.ArgBuffer`
+  its arguments from ``args`` (an :class:`~gompute_core.backend.ArgBuffer`
   the core patches before each call);
 * ``synchronize()`` and the ``stream`` property (the default stream).
 
 Raw kernels (the ``"raw"`` kernel feature in ``BackendInfo.features``): ``_load_raw(artifact,
 kernel, args) -> launcher(grid, block, shared_bytes, stream)`` with ``args`` a
-:class:`~gompute_core.backend.args.RawArgBuffer`; the core checks the grid, the
+:class:`~gompute_core.backend.RawArgBuffer`; the core checks the grid, the
 block (against ``max_block_dims``, ``max_block_threads`` and the kernel's declared
 shape), ``shared_bytes`` (against ``max_shared_bytes``) and every argument first.
 
@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
+from ..abi.entry_args import ArgBuffer, RawArgBuffer, arg_layout
 from ..errors import (
     AllocFailed,
     InvalidArgument,
@@ -52,7 +53,6 @@ from ..errors import (
 )
 from ..ir.kernel import KernelIR
 from ..plugins.records import Artifact
-from .args import ArgBuffer, RawArgBuffer, arg_layout
 from .buffer import Buffer
 from .streams import Event, Stream
 

@@ -75,6 +75,10 @@ class KernelIR:
     into one fused multiply-add (one rounding instead of two), so results may differ
     between backends and from the oracle. Off by default: every operation rounds once,
     the same bits everywhere. It is part of the digest, hence of every cache key.
+
+    ``entry_args`` are the entry point's arguments before the params struct, in ABI order
+    (the kind's ``Kind.entry_args``, copied here so that the layers below the kinds lay
+    out arguments from the kernel alone); empty for raw kernels.
     """
 
     name: str
@@ -89,6 +93,7 @@ class KernelIR:
     reassociate: bool = False
     block: tuple[int, int, int] | None = None
     contract: bool = False
+    entry_args: tuple[tuple[str, EntryArgKind], ...] = ()
     _digest: str = field(default="", init=False, repr=False, compare=False)
 
     def value_type(self, role: str) -> ScalarType:

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..codegen.entries import UNROLL
 from ..errors import InvalidArgument
 
 if TYPE_CHECKING:
@@ -46,8 +47,6 @@ if TYPE_CHECKING:
 
 U64_LIMIT = 2**64
 """Counts passed to a launch are ``u64``."""
-UNROLL = 4
-"""Unrolled steps per thread of the C-family elementwise entries (their grid rule)."""
 
 
 def count(n: Any, role: str = "count") -> int:

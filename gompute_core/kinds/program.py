@@ -9,7 +9,7 @@ belongs to this device, is not freed and holds what the launch touches; an outpu
 overlaps no input the way ``run`` refuses (partially for map_to/zip, at all for
 gather/scatter); counts
 are ``u64``; ``1 <= blocks <= 1024`` for a reduce — then patches the program's
-:class:`~gompute_core.backend.args.ArgBuffer` and calls the backend's
+:class:`~gompute_core.abi.entry_args.ArgBuffer` and calls the backend's
 launcher. A lock makes patch-and-launch one step, so threads sharing a
 program never launch with each other's arguments. No allocation, copy or
 synchronization happens here.
@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..backend.args import ArgBuffer, arg_layout
+from ..abi.entry_args import ArgBuffer, arg_layout
 from ..backend.buffer import Buffer
 from ..backend.launch_params import ParamsCache
 from ..errors import InvalidArgument

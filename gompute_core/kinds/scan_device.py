@@ -1,4 +1,4 @@
-"""The scan kind's device program: three raw kernels the core generates per spec.
+"""The scan kind's device program: raw kernels the core generates per spec.
 
 Written once, in the kernel language with ``g.builtins``, so every backend that
 runs raw kernels runs a scan with no code of its own. Per level of the plan
@@ -10,7 +10,10 @@ runs raw kernels runs a scan with no code of its own. Per level of the plan
   applies ``pre(x, p)`` and is inclusive or exclusive, the upper levels scan
   the totals inclusively;
 * ``<name>_scan_fix``: thread ``t`` combines chunk ``t + 1``'s elements with
-  the scanned total of the chunks before it, ``combine(totals[t], y)``.
+  the scanned total of the chunks before it, ``combine(totals[t], y)`` (host
+  devices: one thread per chunk walks memory in order);
+* ``<name>_scan_fix_each``: the same combine, one thread per element from the
+  second chunk on (GPUs: neighbouring threads touch neighbouring elements).
 
 The kernels take no barriers, shared memory or atomics; each thread works on a
 contiguous chunk whose bounds come from the data size alone, so the result is
@@ -30,7 +33,7 @@ from ..raw.types import GlobalPtr
 from ..specs import _positional_arity
 from ..types import u32, u64
 
-_made: dict[Any, tuple[Any, Any, Any]] = {}
+_made: dict[Any, tuple[Any, Any, Any, Any]] = {}
 _made_lock = threading.Lock()
 
 
@@ -56,9 +59,9 @@ def stage_of(spec: Any) -> Any:
     return stage
 
 
-def scan_kernels(spec: Any) -> tuple[Any, Any, Any]:
-    """The three raw kernel definitions of scan ``spec`` (registered once per process
-    under ``<name>_scan_first``, ``<name>_scan_upper`` and ``<name>_scan_fix``)."""
+def scan_kernels(spec: Any) -> tuple[Any, Any, Any, Any]:
+    """The raw kernel definitions of scan ``spec`` (registered once per process under
+    ``<name>_scan_first``, ``_scan_upper``, ``_scan_fix`` and ``_scan_fix_each``)."""
     with _made_lock:
         found = _made.get(spec)
         if found is None:
@@ -66,7 +69,7 @@ def scan_kernels(spec: Any) -> tuple[Any, Any, Any]:
         return found
 
 
-def _define(spec: Any) -> tuple[Any, Any, Any]:
+def _define(spec: Any) -> tuple[Any, Any, Any, Any]:
     T, combine, P = spec.T, spec.combine, spec.params or NoParams
     identity = spec.T(spec.identity)
     stage = stage_of(spec)
@@ -118,7 +121,13 @@ def _define(spec: Any) -> tuple[Any, Any, Any]:
             for i in range(lo, hi):
                 data[i] = combine(carry, data[i])
 
+    def fix_each(data: GlobalPtr[T], n: u64, totals: GlobalPtr[T], chunk: u64) -> None:
+        i = u64(B.global_id(0)) + chunk
+        if i < n:
+            data[i] = combine(totals[i // chunk - 1], data[i])
+
     name = spec.name
     return (raw_kernel(first, name=f"{name}_scan_first"),
             raw_kernel(upper, name=f"{name}_scan_upper"),
-            raw_kernel(fix, name=f"{name}_scan_fix"))
+            raw_kernel(fix, name=f"{name}_scan_fix"),
+            raw_kernel(fix_each, name=f"{name}_scan_fix_each"))

@@ -39,14 +39,19 @@ _NO_PARAMS = NoParams(unused=0)
 class ScanProgram:
     """A scan's raw kernels on one device; ``launch`` is the kind's checked front end."""
 
-    def __init__(self, device: Device, spec: Spec) -> None:
+    def __init__(self, device: Device, spec: Spec, per_element: bool | None = None) -> None:
         self.device, self.spec = device, spec
         self.kind: Kind = kind_named(spec.kind)
-        first, upper, fix = scan_kernels(spec)
+        first, upper, fix, fix_each = scan_kernels(spec)
         backend, ordinal = device.backend, device.ordinal
         self._first = RawKernel(first, backend, ordinal)
         self._upper = RawKernel(upper, backend, ordinal)
-        self._fix = RawKernel(fix, backend, ordinal)
+        self.fix_per_element = not device.has("host_memory") if per_element is None \
+            else per_element
+        """The fix-up's shape (``per_element``; default: by the device): one thread per
+        element (a GPU: neighbouring threads touch neighbouring elements) or per chunk (a
+        host device: memory walked in order). Both compute ``combine(C_{c-1}, e_i)``."""
+        self._fix = RawKernel(fix_each if self.fix_per_element else fix, backend, ordinal)
         self.artifact = self._first.artifact
         self.block_size = spec.block_size
         self.dtypes = {"T": np.dtype(spec.T)}
@@ -119,8 +124,9 @@ class ScanProgram:
                 below.append(totals[k])
             for k in range(len(plan) - 2, -1, -1):
                 count, chunk, chunks = plan[k]
-                grid = -(-(chunks - 1) // bs)
-                self._fix.launch(grid, bs, [below[k], count, totals[k], chunk], stream=s)
+                threads = count - chunk if self.fix_per_element else chunks - 1
+                self._fix.launch(-(-threads // bs), bs, [below[k], count, totals[k], chunk],
+                                 stream=s)
 
     def _scratch(self, plan: tuple[tuple[int, int, int], ...]) -> list[Buffer]:
         """One buffer of totals per level, grown as needed."""

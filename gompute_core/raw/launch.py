@@ -21,8 +21,9 @@ import numpy as np
 
 from ..abi import pack
 from ..abi.codecs import float_in_range, int_in_range
-from ..backend.args import RawArgBuffer, raw_arg_layout
+from ..abi.entry_args import RawArgBuffer, raw_arg_layout
 from ..backend.buffer import Buffer
+from ..compilation import compile_artifact
 from ..errors import InvalidArgument, KernelNotFound, Unsupported
 from ..interop import as_buffer
 from ..ir.checked import instrument
@@ -225,7 +226,7 @@ class RawKernel:
                   artifact_dir: str | None, options: tuple[str, ...]) -> Artifact:
         artifact = find_prebuilt(kir, backend, arch, artifact_dir, options)
         if artifact is None:
-            artifact = manager.compile_artifact(CompileRequest(
+            artifact = compile_artifact(CompileRequest(
                 backend=backend, kernel=kir, arch=arch, options=options,
                 source=definition.source))
         return artifact

@@ -22,6 +22,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..compilation import compile_artifact
 from ..errors import BackendUnavailable, GomputeWarning, InvalidArgument, Unsupported
 from ..ir.kernel import RAW, KernelIR
 from ..ir.nodes import IRType, PointerType, StructType
@@ -57,7 +58,7 @@ def compile(spec: Spec, backend: str, arch: str | None = None,
         arch = detected_arch(backend)
     request = CompileRequest(backend=backend, kernel=kir, arch=arch, options=opts,
                              source=getattr(spec, "source", None))
-    return manager.compile_artifact(request)
+    return compile_artifact(request)
 
 
 def compile_options(options: object, where: str) -> tuple[str, ...]:

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from ..compilation import compile_artifact
 from ..errors import BackendUnavailable, GomputeWarning, InvalidArgument, Unsupported
 from ..ir.kernel import KernelIR
 from ..kinds.program import refuse_closed
@@ -90,7 +91,7 @@ class Kernel:
         if program is None:
             artifact = find_prebuilt(kir, backend, device.arch, artifact_dir, options)
             if artifact is None:
-                artifact = manager.compile_artifact(CompileRequest(
+                artifact = compile_artifact(CompileRequest(
                     backend=backend, kernel=kir, arch=device.arch, options=options))
             program = device.program(artifact, kir)
         else:

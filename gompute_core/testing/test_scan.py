@@ -218,3 +218,26 @@ def test_bad_launches_are_refused(gompute_kernels: Any) -> None:
         k.launch(buf, 10)
     with pytest.raises(g.errors.InvalidArgument, match="dtype"):
         k.run(np.zeros(4, np.float64))
+
+
+@pytest.mark.parametrize("n", (C + 1, C ** 3 + 5))
+@mark("scan", (np.float32,))
+def test_both_fix_up_shapes_agree(n: int, gompute_kernels: Any) -> None:
+    """The per-element fix-up (what GPUs run) and the per-chunk one (host devices) give
+    the documented order, whichever this device runs by default."""
+    from ..kinds.scan_program import ScanProgram
+
+    spec = SPECS[("cumsum", np.float32, False)]
+    device = gompute_kernels.get(spec).context
+    x = data_for(np.float32, n, "cumsum", f"fix{n}")
+    for per_element in (True, False):
+        program = ScanProgram(device, spec, per_element=per_element)
+        buf = program._first.alloc(n, spec.T)
+        buf.upload(x)
+        program.launch(buf, n)
+        device.synchronize()
+        got = np.empty_like(x)
+        buf.download(got)
+        buf.free()
+        program.close()
+        check(spec, got, reference(spec, x), f"per_element={per_element} n={n}")

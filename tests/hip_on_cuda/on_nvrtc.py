@@ -122,7 +122,7 @@ class HipOnNvrtcPlugin:
 
 def compile_for_cuda(kernel: KernelIR, arch: str) -> Any:
     """NVRTC-compile the HIP source of ``kernel`` for ``arch`` (``"sm_90"``); no GPU needed."""
-    from gompute_core.backend import compile_kernel
+    from gompute_core.compilation import compile_kernel
 
     return compile_kernel(HipOnNvrtcCompiler(), kernel, arch)
 

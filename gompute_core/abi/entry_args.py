@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ..ir.kernel import KernelIR
-from ..kinds.base import kind_named
 
 SlotKind = Literal["pointer", "u64", "params", "scalar"]
 
@@ -80,7 +79,7 @@ def arg_layout(kernel: KernelIR) -> ArgLayout:
     """The argument layout of ``kernel``'s entry point."""
     slots: list[Slot] = []
     pos, align = 0, 8
-    for name, kind in kind_named(kernel.kind).entry_args:
+    for name, kind in kernel.entry_args:
         slots.append(Slot(name, kind, pos, 8))
         pos += 8
     if has_params(kernel):
