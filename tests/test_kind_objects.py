@@ -13,7 +13,7 @@ from pybackend import PyBackend
 import gompute_core as g
 from gompute_core import kinds, specs
 from gompute_core.backend import hookimpl
-from gompute_core.backend.args import arg_layout
+from gompute_core.abi.entry_args import arg_layout
 from gompute_core.errors import InvalidArgument, Unsupported
 from gompute_core.ir import kernel as ir_kernel
 from gompute_core.kinds import support

@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..backend.buffer import Buffer
+from ..backend.exports import TypedView
 from ..errors import GomputeError, InvalidArgument
-from ..interop import TypedView
 from ..raw.launch import RawKernel, _scalar_converter
 from ..types import short_name
 from .elementwise_layout import Operand, broadcast, c_strides, check_overlap, plan
