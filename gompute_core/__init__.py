@@ -78,6 +78,8 @@ _LAZY: dict[str, str] = {
     "cumprod": "gompute_core.kinds.scan:cumprod",
     "cummax": "gompute_core.kinds.scan:cummax",
     "cummin": "gompute_core.kinds.scan:cummin",
+    "elementwise": "gompute_core.kinds.elementwise:elementwise",
+    "Scalar": "gompute_core.kinds.elementwise:Scalar",
     "Spec": "gompute_core.specs:Spec",
     # handles
     "Kernel": "gompute_core.runtime.kernel:Kernel",

@@ -150,7 +150,13 @@ def cmd_build(args: argparse.Namespace, out: TextIO) -> int:
     if not found:
         print(f"gompute build: {path} defines no spec at module level", file=sys.stderr)
         return 1
+    written = 0
     for spec in found:
+        if "entries" not in getattr(spec.kind_object, "needs", {"entries"}):
+            # scan, elementwise: device programs of raw kernels the core writes at run time
+            print(f"{spec.name}: skipped ({spec.kind}: its raw kernels compile on first "
+                  "use)", file=out)
+            continue
         try:
             options = tuple(args.option)
             artifact = compile(spec, args.backend, args.arch, options, contract=args.contract)
@@ -160,7 +166,8 @@ def cmd_build(args: argparse.Namespace, out: TextIO) -> int:
             print(f"gompute build: {spec.name}: {type(exc).__name__}: {exc}", file=sys.stderr)
             return 1
         print(f"{spec.name}: {artifact.format} for {artifact.target} -> {manifest}", file=out)
-    print(f"wrote {len(found)} artifact(s) to {args.output}; run with "
+        written += 1
+    print(f"wrote {written} artifact(s) to {args.output}; run with "
           f"GOMPUTE_ARTIFACT_DIR={args.output}", file=out)
     return 0
 

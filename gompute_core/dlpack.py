@@ -182,11 +182,14 @@ class Tensor:
     device: tuple[int, int]
     readonly: bool
     hold: Hold
+    strides: tuple[int, ...] | None = None
+    """Element strides (only when consumed ``strided``; None: C-contiguous)."""
 
 
-def consume(capsule: Any, role: str) -> Tensor:
+def consume(capsule: Any, role: str, *, strided: bool = False) -> Tensor:
     """Take ownership of a DLPack capsule and describe it; ``InvalidArgument`` (naming
-    ``role``) for a used capsule or a tensor that is not C-contiguous."""
+    ``role``) for a used capsule or, unless ``strided`` (the tensor's element strides are
+    then returned), a tensor that is not C-contiguous."""
     if _is_valid(capsule, VERSIONED):
         address = _get(capsule, VERSIONED)
         managed: Any = DLManagedTensorVersioned.from_address(address)
@@ -205,6 +208,10 @@ def consume(capsule: Any, role: str) -> Tensor:
     t = managed.dl_tensor
     shape = tuple(t.shape[i] for i in range(t.ndim))
     dtype = dtype_of(t.dtype.code, t.dtype.bits, t.dtype.lanes, role)
+    if strided:
+        strides = tuple(t.strides[i] for i in range(t.ndim)) if t.strides else None
+        return Tensor((t.data or 0) + t.byte_offset, dtype, shape,
+                      (t.device.device_type, t.device.device_id), readonly, hold, strides)
     if t.strides and any(n > 1 for n in shape):
         expect = dtype.itemsize
         for i in reversed(range(t.ndim)):

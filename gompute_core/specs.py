@@ -360,10 +360,12 @@ def _register(spec: Any) -> Any:
     return spec
 
 
-def _new(ctor: str, name: Any, kind: Any, block_size: Any, **fields: Any) -> Spec:
-    """A new spec of ``kind`` (a :class:`~gompute_core.kinds.base.Kind`), registered."""
+def _new(ctor: str, name: Any, kind: Any, block_size: Any, *, spec_class: type[Spec] = Spec,
+         **fields: Any) -> Spec:
+    """A new spec of ``kind`` (a :class:`~gompute_core.kinds.base.Kind`), registered;
+    ``spec_class`` is ``Spec`` or a subclass carrying a kind's own fields."""
     defined_at, defined_in = _caller()
-    spec = Spec(name=_check_name(ctor, name), kind=kind.name,
+    spec = spec_class(name=_check_name(ctor, name), kind=kind.name,
                 block_size=_check_block(ctor, block_size), defined_at=defined_at,
                 defined_in=defined_in, kind_object=kind, **fields)
     return _register(spec)

@@ -137,7 +137,7 @@ def k_annassign(x):
 
 
 def k_unpack(x):
-    a, *_rest = x, x
+    a, *b = x, x  # noqa: F841 (the starred target is the rejected construct)
     return a
 
 

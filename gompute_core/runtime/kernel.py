@@ -80,6 +80,10 @@ class Kernel:
         gap = capability_gap(info, spec)
         if gap:
             raise Unsupported(f"{spec.name}: {gap}")
+        if (options or contract) and "entries" not in spec.kind_object.needs:
+            raise Unsupported(f"Kernel({spec.name!r}): options= and contract= do not reach the "
+                              f"raw kernels a {spec.kind} spec generates yet (they would be "
+                              "silently ignored)")
         kir = contracted(spec.lower(), contract, f"Kernel({spec.name!r})")
         device = manager.open_device(backend, ordinal)
         device.check_arguments(kir)  # before compiling: the driver would refuse the launch
@@ -161,7 +165,7 @@ class Kernel:
         buf.dtype = dtype  # how other libraries see it (interop)
         return buf
 
-    def run(self, *args: Any) -> Any:
+    def run(self, *args: Any, **kwargs: Any) -> Any:
         """Validate, then run; returns the output array or the reduce result.
 
         map/map_indexed ``(data, p)`` -> ``data``; map_to ``(inp, out, p)`` ->
@@ -172,9 +176,11 @@ class Kernel:
         device exposing ``__cuda_array_interface__``, ``__dlpack__`` or
         ``__array_interface__`` (CuPy, torch, numba, JAX): device arrays are
         used in place, stream-ordered with their producer (``docs/interop.md``).
+        elementwise ``(*ins, out=None, p=None)`` -> the output, or a tuple of them
+        (``docs/elementwise.md``).
         """
         try:
-            return self._run(*args)
+            return self._run(*args, **kwargs)
         except TypeError:
             wrong = self.spec.kind_object.arity_error(len(args))
             if wrong is None:
