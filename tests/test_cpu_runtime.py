@@ -402,3 +402,58 @@ def test_a_raw_launch_in_slices_covers_every_block_once() -> None:
     grid = tuple(-(-s // b) for s, b in zip(shape, block, strict=True))
     raw.launch(grid, block, [out, *shape])
     np.testing.assert_array_equal(out, index3d_oracle(shape, block))
+
+
+_REDUCE_THREADS = textwrap.dedent("""
+    import json, sys
+    import numpy as np
+    import gompute_core as g
+
+    def add(a, b):
+        return a + b
+
+    data = np.load(sys.argv[1])
+    out = {}
+    for name, spec in (("sum", g.sum("det_sum", g.f32)),
+                       ("custom", g.reduce("det_add", g.f32, None, add, 0))):
+        with g.Kernel(spec, "cpu") as k:
+            out[name] = [int(k.run(data[:n]).view(np.uint32)) for n in (2**17, len(data))]
+    print(json.dumps(out))
+""")
+
+
+def test_reduce_results_do_not_depend_on_the_thread_count(tmp_path: Path) -> None:
+    """A float sum preset and a custom ``a + b`` over 2**17 and 2**18 + 12,345 f32 values
+    (above the threading threshold, where the order of additions changes the sum) give
+    the same bits with 1 and 2 numba threads; the custom combine's result is the
+    documented fold, computed here in Python: ``n`` cut into
+    ``min(ceil(n / REDUCE_CHUNK), REDUCE_PARTS)`` contiguous chunks, each folded left to
+    right from the identity, the chunks' results folded left to right from it."""
+    from gompute_cpu.kernels import REDUCE_CHUNK, REDUCE_PARTS
+
+    rng = np.random.default_rng(5)
+    data = (rng.standard_normal(2**18 + 12_345) * 10.0 ** rng.integers(-3, 4, 2**18 + 12_345)
+            ).astype(np.float32)
+    np.save(tmp_path / "data.npy", data)
+    script = tmp_path / "reduce.py"
+    script.write_text(_REDUCE_THREADS)
+    results = []
+    for threads in ("1", "2"):
+        env = dict(os.environ, NUMBA_NUM_THREADS=threads, GOMPUTE_CACHE_DIR=str(tmp_path))
+        done = subprocess.run([sys.executable, str(script), str(tmp_path / "data.npy")],
+                              env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-3000:]
+        results.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    assert results[0] == results[1]
+    for n, got in zip((2**17, len(data)), results[0]["custom"], strict=True):
+        chunks = max(1, min(-(-n // REDUCE_CHUNK), REDUCE_PARTS))
+        total = np.float32(0)
+        for c in range(chunks):
+            acc = np.float32(0)
+            for x in data[c * n // chunks:(c + 1) * n // chunks]:
+                acc = acc + x
+            total = total + acc
+        assert got == int(total.view(np.uint32)), n
+    exact = [float(np.sum(data[:n], dtype=np.float64)) for n in (2**17, len(data))]
+    for bits, want in zip(results[0]["sum"], exact, strict=True):
+        assert abs(float(np.uint32(bits).view(np.float32)) - want) <= 1e-3 * abs(want) + 1

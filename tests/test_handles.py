@@ -128,6 +128,39 @@ def test_reductions_match_oracle(backend: str, n: int) -> None:
         assert type(got) is np.int16 and got == expect, spec
 
 
+def test_device_reduce_groups_by_size_not_by_pinning(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A float reduce of 2 MiB and more from the host gives the same bits whether its array
+    could be page-locked (pipelined in chunks) or not (staged in one piece): both fold the
+    chunks ``chunk_elements`` cuts, each in ``min(ceil(len / block_size), 1024)``
+    contiguous partials, folded left to right from the identity (the oracle below)."""
+    from gompute_core.kinds.run import chunk_elements
+
+    monkeypatch.delenv(manager.ENV_BACKENDS, raising=False)
+    n, bs = 2**19 + 7, 256
+    data = (np.random.default_rng(3).standard_normal(n) * 1000).astype(np.float32)
+    with manager.isolated():
+        manager.register(PyBackend("pytest", host_memory=False))
+        spec = g.reduce(uname(), g.f32, None, lambda a, b: a + b, 0, block_size=bs)
+        with g.Kernel(spec, "pytest") as k:
+            pinned = k.run(data)
+            monkeypatch.setattr(k.device, "pin", lambda host: False)
+            staged = k.run(data)
+    chunk = chunk_elements(n, 4)
+    partials = []
+    for lo in range(0, n, chunk):
+        span = data[lo:lo + chunk]
+        blocks = min(-(-span.size // bs), 1024)
+        for b in range(blocks):
+            acc = np.float32(0)
+            for x in span[b * span.size // blocks:(b + 1) * span.size // blocks]:
+                acc = acc + x
+            partials.append(acc)
+    want = np.float32(0)
+    for x in partials:
+        want = want + x
+    assert pinned.view(np.uint32) == staged.view(np.uint32) == want.view(np.uint32)
+
+
 def test_reduce_blocks_and_block_size(backend: str) -> None:
     with g.Kernel(g.sum(uname(), g.f32, block_size=128), backend) as k:
         assert k.block_size == 128

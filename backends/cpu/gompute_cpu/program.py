@@ -81,7 +81,6 @@ class CpuEntry:
         self.kind = kernel.kind
         self.params = HostParams(kernel)
         self.threshold = parallel_threshold()
-        self.threads = thread_count()
         self.module = module = load_module(source, owner=self)
         self.args = args
         reduce = self.kind == "reduce"
