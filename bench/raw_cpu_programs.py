@@ -11,10 +11,14 @@
   halo in shared memory, against a numba ``prange`` loop over the rows reading the
   neighbours directly. Target: <= 1.5x.
 
-Outputs are preallocated for both sides and checked equal (bit for bit: the same
+Both sides write the same preallocated outputs (where a large array lies in memory
+changed the time of one and the same numba function by up to 1.3x on the shared 2-core
+host: separate outputs would measure that), checked equal first (bit for bit: the same
 operations, and numba's math for both). Each time is the best of ``REPS`` runs, the
 contenders' runs interleaved (other work on a shared host only ever adds time, and
-interleaving spreads it over both sides). Run: ``python bench/raw_cpu_programs.py``.
+interleaving spreads it over both sides); next to the wall time, the best CPU time of
+the process (all its threads) over the same runs, which other processes disturb less
+on a busy host. Run: ``python bench/raw_cpu_programs.py``.
 """
 
 from __future__ import annotations
@@ -156,17 +160,33 @@ def numba_laplace(src: np.ndarray, dst: np.ndarray, rows: int, cols: int) -> Non
                 dst[y * cols + x] = c
 
 
-def interleaved_best(fns: dict[str, Callable[[], object]], reps: int = REPS) -> dict[str, float]:
-    """Best wall time of each function over ``reps`` rounds, one run of each per round
-    (after one warm-up run each)."""
+class Best:
+    """Best wall and CPU seconds of each contender (:func:`interleaved_best`)."""
+
+    def __init__(self, names: list[str]) -> None:
+        self.wall = dict.fromkeys(names, float("inf"))
+        self.cpu = dict.fromkeys(names, float("inf"))
+
+    def line(self, ours: str, peer: str, target: str) -> str:
+        """``ours`` against ``peer``: both times and ratios, wall then CPU."""
+        return (f"{peer} {self.wall[peer] * 1e3:.2f} ms, {ours} {self.wall[ours] * 1e3:.2f} ms: "
+                f"{self.wall[ours] / self.wall[peer]:.2f}x (CPU {self.cpu[peer] * 1e3:.2f} "
+                f"vs {self.cpu[ours] * 1e3:.2f} ms: {self.cpu[ours] / self.cpu[peer]:.2f}x)"
+                f"  target {target}")
+
+
+def interleaved_best(fns: dict[str, Callable[[], object]], reps: int = REPS) -> Best:
+    """Best wall and CPU time of each function over ``reps`` rounds, one run of each per
+    round (after one warm-up run each)."""
     for fn in fns.values():
         fn()
-    best = dict.fromkeys(fns, float("inf"))
+    best = Best(list(fns))
     for _ in range(reps):
         for name, fn in fns.items():
-            t0 = time.perf_counter()
+            c0, t0 = time.process_time(), time.perf_counter()
             fn()
-            best[name] = min(best[name], time.perf_counter() - t0)
+            best.wall[name] = min(best.wall[name], time.perf_counter() - t0)
+            best.cpu[name] = min(best.cpu[name], time.process_time() - c0)
     return best
 
 
@@ -175,13 +195,12 @@ def grid_stride(n: int) -> None:
     loops = {"while": g.RawKernel(block_sum_f32, "cpu"), "for": g.RawKernel(bench_for_sum, "cpu")}
     for grid in (64, 1024):
         outs = {name: np.zeros(grid, np.float32) for name in loops}
-        t = interleaved_best({
+        best = interleaved_best({
             name: (lambda k=k, o=outs[name], grid=grid: k.launch(grid, BLOCK, [data, n, o]))
             for name, k in loops.items()})
         assert np.array_equal(outs["for"], outs["while"])
-        print(f"  block sum, grid {grid:>4} x {BLOCK}: while {t['while'] * 1e3:7.2f} ms, "
-              f"for {t['for'] * 1e3:7.2f} ms  for/while {t['for'] / t['while']:.2f}x "
-              "(target <= 1.2)")
+        print(f"  block sum of {n} f32, grid {grid} x {BLOCK}: "
+              f"{best.line('for', 'while', '<= 1.2')}")
 
 
 def black_scholes(n: int) -> None:
@@ -190,32 +209,34 @@ def black_scholes(n: int) -> None:
     x = rng.uniform(1, 100, n).astype(np.float32)
     t = rng.uniform(0.25, 10, n).astype(np.float32)
     r, v = np.float32(0.02), np.float32(0.3)
-    ours = [np.empty(n, np.float32) for _ in range(2)]
-    theirs = [np.empty(n, np.float32) for _ in range(2)]
+    out = [np.empty(n, np.float32) for _ in range(2)]
     raw = g.RawKernel(bench_black_scholes, "cpu")
     grid = -(-n // 256)
-    best = interleaved_best({
-        "numba": lambda: numba_black_scholes(s, x, t, *theirs, r, v),
-        "raw": lambda: raw.launch(grid, 256, [s, x, t, *ours, r, v, n])})
-    for mine, peer in zip(ours, theirs, strict=True):
-        assert np.array_equal(mine, peer)
-    print(f"  Black-Scholes, {n} f32 options: numba prange {best['numba'] * 1e3:7.2f} ms, "
-          f"raw {best['raw'] * 1e3:7.2f} ms  ratio {best['raw'] / best['numba']:.2f}x "
-          "(target <= 1.1)")
+    fns = {"numba": lambda: numba_black_scholes(s, x, t, *out, r, v),
+           "raw": lambda: raw.launch(grid, 256, [s, x, t, *out, r, v, n])}
+    fns["numba"]()
+    want = [a.copy() for a in out]
+    fns["raw"]()
+    for got, peer in zip(out, want, strict=True):
+        assert np.array_equal(got, peer)
+    best = interleaved_best(fns)
+    print(f"  Black-Scholes, {n} f32 options: {best.line('raw', 'numba', '<= 1.1')}")
 
 
 def laplace(rows: int, cols: int) -> None:
     src = np.random.default_rng(2).standard_normal(rows * cols).astype(np.float32)
-    ours, theirs = np.empty_like(src), np.empty_like(src)
+    dst = np.empty_like(src)
     raw = g.RawKernel(bench_laplace, "cpu")
     grid = (-(-cols // TILE), -(-rows // TILE))
-    best = interleaved_best({
-        "numba": lambda: numba_laplace(src, theirs, rows, cols),
-        "raw": lambda: raw.launch(grid, (TILE, TILE), [src, ours, rows, cols])})
-    assert np.array_equal(ours, theirs)
-    print(f"  Laplacian {rows}x{cols} f32, {TILE}x{TILE} tiles: numba prange "
-          f"{best['numba'] * 1e3:7.2f} ms, raw {best['raw'] * 1e3:7.2f} ms  "
-          f"ratio {best['raw'] / best['numba']:.2f}x (target <= 1.5)")
+    fns = {"numba": lambda: numba_laplace(src, dst, rows, cols),
+           "raw": lambda: raw.launch(grid, (TILE, TILE), [src, dst, rows, cols])}
+    fns["numba"]()
+    want = dst.copy()
+    fns["raw"]()
+    assert np.array_equal(dst, want)
+    best = interleaved_best(fns)
+    print(f"  Laplacian {rows}x{cols} f32, {TILE}x{TILE} tiles: "
+          f"{best.line('raw', 'numba', '<= 1.5')}")
 
 
 def main() -> None:
