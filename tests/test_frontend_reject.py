@@ -138,7 +138,7 @@ def k_annassign(x):
 
 def k_unpack(x):
     a, *b = x, x
-    return a
+    return a + b[0]
 
 
 def k_for_list(x):
