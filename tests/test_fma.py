@@ -361,3 +361,12 @@ def test_prebuilt_artifacts_record_options_and_contract(tmp_path) -> None:
         assert find_prebuilt(kir, "cpu", _host(), tmp_path, ("-O2",)) is None
     with pytest.warns(GomputeWarning, match="IR digest differs"):
         assert find_prebuilt(spec.lower(), "cpu", _host(), tmp_path) is None
+
+
+def test_contract_reaches_a_reduce_presets_reassociated_functions() -> None:
+    pytest.importorskip("gompute_cpu")
+    spec = g.sum("tfma_sum", F32, None)
+    x = np.arange(1000, dtype=F32)
+    with g.Kernel(spec, "cpu", contract=True) as k:
+        assert k.run(x) == F32(499500)
+        assert 'fastmath={"reassoc", "contract"}' in k.artifact.source

@@ -137,8 +137,8 @@ def k_annassign(x):
 
 
 def k_unpack(x):
-    a, *b = x, x  # noqa: F841 (the starred target is the rejected construct)
-    return a
+    a, *b = x, x
+    return a + b[0]
 
 
 def k_for_list(x):
