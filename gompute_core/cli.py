@@ -90,6 +90,8 @@ def cmd_doctor(args: argparse.Namespace, out: TextIO) -> int:
             continue
         tried += 1
         print(f"{rec.name}:", file=out)
+        for warning in avail.warnings:
+            print(f"  WARN  {avail.compiler}: {warning}", file=out)
         try:
             checks = doctor_checks(rec.name)
         except Exception as exc:

@@ -341,13 +341,15 @@ class PyBackend:
     def __init__(self, name: str = "pytest", *, priority: int = 50, available: bool = True,
                  reason: str = "", compile_error: str = "", api_version: int = 2,
                  probe_error: str = "", unsupported_types: tuple[str, ...] = (),
-                 host_memory: bool = True, devices: int = 1) -> None:
+                 host_memory: bool = True, devices: int = 1,
+                 warnings: tuple[str, ...] = ()) -> None:
         self.name, self.priority, self.available, self.reason = name, priority, available, reason
         self.compile_error, self.api_version = compile_error, api_version
         self.probe_error, self.unsupported_types = probe_error, unsupported_types
         self.device_class = PyDevice if host_memory else PackedPyDevice
         self.features = FEATURES if host_memory else ("entries",)
         self.devices = devices
+        self.warnings = warnings
         self.probes = 0
         self.compiles = 0
 
@@ -366,7 +368,8 @@ class PyBackend:
             return Availability(self.name, False, reason=self.reason)
         return Availability(self.name, True, compiler="python",
                             devices=tuple(DeviceInfo(i, "python", "py1")
-                                          for i in range(self.devices)))
+                                          for i in range(self.devices)),
+                            warnings=self.warnings)
 
     @hookimpl
     def gompute_compiler(self) -> PyCompiler:

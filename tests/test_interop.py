@@ -347,3 +347,44 @@ def test_devices_without_interop_refuse_foreign_arrays() -> None:
                 buf.__dlpack_device__()
             assert not hasattr(buf, "__cuda_array_interface__")
             assert not hasattr(buf, "__array_interface__")
+
+
+def test_packed_binder_fast_path_refuses_read_only_where_written() -> None:
+    """The packing backends' generated argument binder (CUDA, HIP, OpenCL) accepts an
+    already-seen buffer class outright, but never a read-only one for a pointer the kernel
+    writes: that goes to the full check, which refuses it; a read pointer takes it."""
+    from pybackend import PyBackend
+
+    from gompute_core.backend import RawArgBuffer, raw_arg_layout
+    from gompute_core.ir.nodes import PointerType
+    from gompute_core.plugins import manager
+    from gompute_core.raw.binding import PackedBinder
+
+    with manager.isolated():
+        manager.register(PyBackend("pybind", host_memory=False))
+        device = manager.open_device("pybind", 0)
+        f32 = np.dtype(np.float32)
+        signature = (("x", PointerType(np.float32)), ("out", PointerType(np.float32)))
+        args = RawArgBuffer(raw_arg_layout(signature))
+        checked: list[str] = []
+
+        def converter(name: str) -> object:
+            def convert(buf: object) -> object:
+                checked.append(name)
+                if name == "out" and buf.readonly:  # type: ignore[attr-defined]
+                    raise InvalidArgument(f"{name} is read-only memory")
+                return buf
+            return convert
+
+        bind = PackedBinder(["pointer", "written"], [converter("x"), converter("out")],
+                            [f32, f32], device, args, None).bind
+        x, out = device.alloc(16), device.alloc(16)
+        x.dtype = out.dtype = f32
+        bind([x, out])
+        checked.clear()
+        bind([x, out])  # both seen: no full check
+        assert checked == []
+        x.readonly = out.readonly = True
+        with pytest.raises(InvalidArgument, match="out is read-only"):
+            bind([x, out])
+        assert checked == ["out"]  # the read pointer still took the fast path

@@ -98,8 +98,13 @@ class CRenderer:
     #: (OpenCL's ``"__global "``); the shared array's is :attr:`shared_qualifier`.
     pointer_space: ClassVar[str] = ""
     #: elementwise and reduce-preset loops: ``"union"`` loads 16-byte vectors through a
-    #: union with :attr:`vector_types`; ``"scalar"`` loads one element at a time.
-    vector_loads: ClassVar[Literal["union", "scalar"]] = "union"
+    #: union with :attr:`vector_types` (what NVRTC and hiprtc turn into one 16-byte load);
+    #: ``"memcpy"`` copies each 16-byte vector into a local array of elements with
+    #: ``memcpy`` (for a host C or C++ compiler: no pointer cast, and GCC 12.2 at ``-O3
+    #: -mavx2`` miscompiles the union's integer lane sums, which this form avoids; the
+    #: prelude must declare ``memcpy``); ``"scalar"`` loads one element at a time. The
+    #: three fold a reduce preset in the same order.
+    vector_loads: ClassVar[Literal["union", "memcpy", "scalar"]] = "union"
     unroll_pragma: ClassVar[str] = "#pragma unroll"
     #: a constant expression for a member's offset, from ``{t}`` (struct) and ``{m}`` (member).
     offsetof: ClassVar[str] = "__builtin_offsetof({t}, {m})"

@@ -62,6 +62,9 @@ class Availability:
     reason: str = ""
     devices: tuple[DeviceInfo, ...] = ()
     compiler: str = ""  # e.g. "nvrtc 13.0"; empty when the backend cannot compile here
+    warnings: tuple[str, ...] = ()
+    """Known hazards of what was found (a compiler version that miscompiles): ``gompute
+    doctor`` prints each."""
 
 
 @dataclass(frozen=True)

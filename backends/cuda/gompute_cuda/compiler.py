@@ -43,6 +43,31 @@ def find_nvcc() -> str | None:
     return None
 
 
+NVRTC_HAZARDS: dict[tuple[int, int], str] = {
+    (13, 0): ("NVRTC 13.0's ptxas miscompiles an i8/i16 negation NVRTC narrows to neg.s16 "
+              "(the sign extension of -(-32768) is dropped) and an integer abs select it "
+              "turns into abs.s32 (taken for non-negative); the renderer avoids the patterns "
+              "it knows, but other arithmetic can still hit them. Install NVRTC 13.5 or "
+              "later: pip install -U nvidia-cuda-nvrtc (found through $GOMPUTE_NVRTC or "
+              "nvidia/*/lib)"),
+}
+"""NVRTC versions known to compile wrong code, with what to do (``gompute doctor``)."""
+
+
+def nvrtc_hazards(version: tuple[int, int]) -> tuple[str, ...]:
+    """The known hazards of NVRTC ``version`` (major, minor): none for a good one."""
+    hazard = NVRTC_HAZARDS.get(tuple(version[:2]))  # type: ignore[arg-type]
+    return (hazard,) if hazard else ()
+
+
+def compiler_hazards() -> tuple[str, ...]:
+    """The hazards of the NVRTC this process would load (none without one)."""
+    try:
+        return nvrtc_hazards(load_nvrtc().version)
+    except BackendUnavailable:
+        return ()
+
+
 def compiler_name() -> str:
     """``"nvrtc 13.0"``, ``"nvcc 13.0"``, or "" when neither is present."""
     try:

@@ -36,13 +36,13 @@ def gompute_backend_info() -> BackendInfo:
 @hookimpl
 def gompute_probe() -> Availability:
     """Devices found, or why not ("libcuda.so.1 not found (no NVIDIA driver)", ...)."""
-    from .compiler import compiler_name
+    from .compiler import compiler_hazards, compiler_name
     from .driver import availability_reason, cuda
 
     try:
-        compiler = compiler_name()
+        compiler, hazards = compiler_name(), compiler_hazards()
     except Exception as exc:  # a broken NVRTC must not break the probe
-        compiler = f"unusable ({exc})"
+        compiler, hazards = f"unusable ({exc})", ()
     reason = availability_reason()
     if reason is not None:
         return Availability(backend=NAME, available=False, reason=reason, compiler=compiler)
@@ -60,7 +60,8 @@ def gompute_probe() -> Availability:
     if not devices:
         return Availability(backend=NAME, available=False, reason="no CUDA device",
                             compiler=compiler)
-    return Availability(backend=NAME, available=True, devices=tuple(devices), compiler=compiler)
+    return Availability(backend=NAME, available=True, devices=tuple(devices), compiler=compiler,
+                        warnings=hazards)
 
 
 @hookimpl
