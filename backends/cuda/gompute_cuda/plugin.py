@@ -9,7 +9,6 @@ from gompute_core.backend import (
     PLUGIN_API_VERSION,
     Availability,
     BackendInfo,
-    DeviceInfo,
     hookimpl,
 )
 
@@ -29,37 +28,32 @@ def gompute_backend_info() -> BackendInfo:
     """CUDA: priority 300 (probed first), every kind, every scalar type."""
     return BackendInfo(name=NAME, version=__version__, api_version=PLUGIN_API_VERSION,
                        priority=300, kinds=KINDS, example_arch="sm_90",
-                       description="NVIDIA GPUs: CUDA C++ via NVRTC, run through pycuda")
+                       description="NVIDIA GPUs: CUDA C++ via NVRTC, run through libcuda")
 
 
 @hookimpl
 def gompute_probe() -> Availability:
     """Devices found, or why not ("libcuda.so.1 not found (no NVIDIA driver)", ...)."""
+    from gompute_core.backend.gpu import list_devices
+
     from .compiler import compiler_name
-    from .driver import availability_reason, cuda
+    from .driver import availability_reason, driver
 
     try:
         compiler = compiler_name()
     except Exception as exc:  # a broken NVRTC must not break the probe
         compiler = f"unusable ({exc})"
     reason = availability_reason()
+    if reason is None:
+        try:
+            devices = list_devices(driver())
+        except Exception as exc:  # probe never raises
+            reason = str(exc)
+        else:
+            reason = None if devices else "no CUDA device"
     if reason is not None:
         return Availability(backend=NAME, available=False, reason=reason, compiler=compiler)
-    try:
-        drv = cuda()
-        devices = []
-        for i in range(drv.Device.count()):
-            dev = drv.Device(i)
-            major, minor = dev.compute_capability()
-            devices.append(DeviceInfo(ordinal=i, name=dev.name(), arch=f"sm_{major}{minor}",
-                                      memory_bytes=dev.total_memory()))
-    except Exception as exc:  # probe never raises
-        return Availability(backend=NAME, available=False, reason=f"cuda: {exc}",
-                            compiler=compiler)
-    if not devices:
-        return Availability(backend=NAME, available=False, reason="no CUDA device",
-                            compiler=compiler)
-    return Availability(backend=NAME, available=True, devices=tuple(devices), compiler=compiler)
+    return Availability(backend=NAME, available=True, devices=devices, compiler=compiler)
 
 
 @hookimpl

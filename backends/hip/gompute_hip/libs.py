@@ -162,3 +162,10 @@ def require_hip_symbol(symbol: str) -> None:
             f"hip-python {hip_python_version()} calls {symbol}, which {found.path} does not "
             f"export: the HIP runtime is older than hip-python expects; install ROCm and "
             f"hip-python of the same version (pip install 'hip-python==<ROCm major.minor>.*')")
+
+
+def require_properties_symbol() -> None:
+    """Raise ``BackendUnavailable`` unless the HIP runtime exports ``hipGetDeviceProperties``
+    under the name the installed hip-python calls (``...R0600`` from hip-python 6)."""
+    major = int(hip_python_version().split(".")[0] or 0)
+    require_hip_symbol("hipGetDevicePropertiesR0600" if major >= 6 else "hipGetDeviceProperties")
