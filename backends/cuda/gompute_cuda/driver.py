@@ -1,6 +1,6 @@
 """The CUDA driver table: ``libcuda`` through ctypes, the one binding of this backend.
 
-``libcuda.so.1`` is loaded lazily: without a driver :func:`availability_reason` says
+``libcuda.so.1`` is loaded lazily: without a driver :func:`driver` says
 why, while rendering and compiling still work. Context policy: each device retains its
 GPU's primary context (what the CUDA runtime, CuPy and torch use) and makes it current
 with ``cuCtxSetCurrent`` when another is (checked before every call but launches:
@@ -15,7 +15,7 @@ import ctypes
 import threading
 from typing import Any
 
-from gompute_core.backend.gpu import DeviceProps, GpuDriver
+from gompute_core.backend.gpu import DeviceProps, GpuDriver, primitive
 from gompute_core.errors import (
     AllocFailed,
     BackendUnavailable,
@@ -74,17 +74,22 @@ def driver() -> CudaDriver:
     return _loaded[0]
 
 
-def availability_reason() -> str | None:
-    """None when the driver initialises, else why not (never raises)."""
-    try:
-        driver()
-    except BackendUnavailable as exc:
-        return str(exc)
-    return None
+def _copy(fn: str) -> Any:
+    """A copy or fill primitive: ``fn`` on the stream, or on the legacy default stream
+    and waited for when the stream is None."""
+
+    def method(self: CudaDriver, *args: Any) -> None:
+        self.invoke(CopyFailed, fn, None, *args)
+        if args[-1] is None:
+            self.invoke(CopyFailed, "cuStreamSynchronize", None, None)
+
+    method.__doc__ = f"``{fn}``."
+    return method
 
 
 class CudaDriver(GpuDriver):
-    """The :class:`~gompute_core.backend.gpu.GpuDriver` of ``libcuda``."""
+    """The :class:`~gompute_core.backend.gpu.GpuDriver` of ``libcuda``: every call answers
+    a ``CUresult``; values come back through a pointer passed first."""
 
     name = "cuda"
     errors = {2: AllocFailed}  # CUDA_ERROR_OUT_OF_MEMORY
@@ -100,14 +105,14 @@ class CudaDriver(GpuDriver):
         # no argtypes: ints and prebuilt c_void_p objects convert fastest that way
         self.launch = lib.cuLaunchKernel
 
-    def _call(self, cls: type, fn: str, *args: Any) -> None:
-        code = getattr(self.lib, fn)(*args)
+    def invoke(self, cls: type, fn: str, out: Any, *args: Any) -> Any:
+        """``fn(&out, *args)`` (``fn(*args)`` without ``out``): a handle comes back as the
+        ``c_void_p`` itself (what the launch path passes), a number as its value."""
+        value = out() if out is not None else None
+        code = getattr(self.lib, fn)(*((ctypes.byref(value),) if out is not None else ()), *args)
         if code:
             self.fail(code, fn, cls)
-
-    def _get(self, out: Any, cls: type, fn: str, *args: Any) -> Any:
-        self._call(cls, fn, ctypes.byref(out), *args)
-        return out.value
+        return value if out is ctypes.c_void_p else getattr(value, "value", None)
 
     def error_name(self, code: int) -> str:
         """``cuGetErrorString``'s text."""
@@ -115,48 +120,48 @@ class CudaDriver(GpuDriver):
         found = self.lib.cuGetErrorString(code, ctypes.byref(text)) == 0 and text.value
         return text.value.decode() if found else "unknown error"  # type: ignore[union-attr]
 
-    def device_count(self) -> int:
-        """``cuDeviceGetCount``."""
-        return self._get(ctypes.c_int(), InitFailed, "cuDeviceGetCount")
+    def _status(self, code: int, fn: str, cls: type) -> bool:
+        if code not in (0, 600):  # CUDA_ERROR_NOT_READY: a query's "still running"
+            self.fail(code, fn, cls)
+        return code == 0
+
+    device_count = primitive("cuDeviceGetCount", InitFailed, ctypes.c_int)
+    _device = primitive("cuDeviceGet", ContextFailed, ctypes.c_int)
+    _attribute = primitive("cuDeviceGetAttribute", InitFailed, ctypes.c_int)
 
     def props(self, ordinal: int) -> DeviceProps:
         """Name, compute capability and limits through ``cuDeviceGetAttribute``."""
-        dev = self._get(ctypes.c_int(), InitFailed, "cuDeviceGet", ordinal)
+        dev = self._device(ordinal)
 
         def attr(number: int) -> int:
-            return self._get(ctypes.c_int(), InitFailed, "cuDeviceGetAttribute", number, dev)
+            return self._attribute(number, dev)
 
         name = ctypes.create_string_buffer(256)
-        self._call(InitFailed, "cuDeviceGetName", name, 256, dev)
-        version = self._get(ctypes.c_int(), InitFailed, "cuDriverGetVersion")
+        self.invoke(InitFailed, "cuDeviceGetName", None, name, 256, dev)
+        version = self.invoke(InitFailed, "cuDriverGetVersion", ctypes.c_int)
         major, ratio = attr(75), attr(87)
         # 32,764 bytes of kernel arguments from CUDA 12.1 on Volta and later; 4 KiB before
         return DeviceProps(name.value.decode(), f"sm_{major}{attr(76)}",
-                           self._get(ctypes.c_size_t(), InitFailed, "cuDeviceTotalMem_v2", dev),
+                           self.invoke(InitFailed, "cuDeviceTotalMem_v2", ctypes.c_size_t, dev),
                            attr(16), attr(39), (attr(2), attr(3), attr(4)), attr(1),
                            attr(97) or attr(8), 32764 if major >= 7 and version >= 12010
                            else 4096, 1.0 / ratio if ratio else 0.0)
 
     def open_context(self, ordinal: int) -> ctypes.c_void_p:
         """The GPU's primary context, retained."""
-        ctx = ctypes.c_void_p()
-        dev = self._get(ctypes.c_int(), ContextFailed, "cuDeviceGet", ordinal)
-        self._get(ctx, ContextFailed, "cuDevicePrimaryCtxRetain", dev)
-        return ctx
+        return self.invoke(ContextFailed, "cuDevicePrimaryCtxRetain", ctypes.c_void_p,
+                           self._device(ordinal))
 
     def close_context(self, ordinal: int, context: Any) -> None:
         """Release the primary context."""
-        self.lib.cuDevicePrimaryCtxRelease_v2(self._get(ctypes.c_int(), ContextFailed,
-                                                        "cuDeviceGet", ordinal))
+        self.lib.cuDevicePrimaryCtxRelease_v2(self._device(ordinal))
 
     def make_current(self, context: ctypes.c_void_p) -> None:
         """``cuCtxSetCurrent`` unless ``context`` already is."""
-        if self._get(ctypes.c_void_p(), ContextFailed, "cuCtxGetCurrent") != context.value:
-            self._call(ContextFailed, "cuCtxSetCurrent", context)
+        if self.invoke(ContextFailed, "cuCtxGetCurrent", ctypes.c_size_t) != context.value:
+            self.invoke(ContextFailed, "cuCtxSetCurrent", None, context)
 
-    def synchronize(self) -> None:
-        """``cuCtxSynchronize``."""
-        self._call(SyncFailed, "cuCtxSynchronize")
+    synchronize = primitive("cuCtxSynchronize", SyncFailed)
 
     def enable_peer(self, peer: ctypes.c_void_p) -> None:
         """``cuCtxEnablePeerAccess`` (704: already enabled; others: no P2P, copies stage)."""
@@ -168,169 +173,82 @@ class CudaDriver(GpuDriver):
         found = self.lib.cuPointerGetAttribute(ctypes.byref(ordinal), 9, addr) == 0
         return ordinal.value if found and ordinal.value >= 0 else None
 
-    def mem_alloc(self, nbytes: int) -> int:
-        """``cuMemAlloc``."""
-        return self._get(ctypes.c_uint64(), AllocFailed, "cuMemAlloc_v2", nbytes)
+    mem_alloc = primitive("cuMemAlloc_v2", AllocFailed, ctypes.c_uint64)
+    mem_free = primitive("cuMemFree_v2", AllocFailed)
 
-    def mem_free(self, addr: int) -> None:
-        """``cuMemFree``."""
-        self._call(AllocFailed, "cuMemFree_v2", addr)
-
-    def _copy(self, fn: str, stream: Any, *args: Any) -> None:
-        self._call(CopyFailed, fn, *args, stream)
-        if stream is None:
-            self._call(CopyFailed, "cuStreamSynchronize", None)
-
-    def copy_htod(self, dst: int, src: int, nbytes: int, stream: Any) -> None:
-        """``cuMemcpyHtoDAsync``."""
-        self._copy("cuMemcpyHtoDAsync_v2", stream, dst, src, nbytes)
-
-    def copy_dtoh(self, dst: int, src: int, nbytes: int, stream: Any) -> None:
-        """``cuMemcpyDtoHAsync``."""
-        self._copy("cuMemcpyDtoHAsync_v2", stream, dst, src, nbytes)
-
-    def copy_dtod(self, dst: int, src: int, nbytes: int, stream: Any) -> None:
-        """``cuMemcpyDtoDAsync``."""
-        self._copy("cuMemcpyDtoDAsync_v2", stream, dst, src, nbytes)
-
-    def copy_peer(self, dst: int, dst_context: Any, src: int, src_context: Any, nbytes: int,
-                  stream: Any) -> None:
-        """``cuMemcpyPeerAsync``."""
-        self._copy("cuMemcpyPeerAsync", stream, dst, dst_context, src, src_context, nbytes)
-
-    def memset_d8(self, dst: int, value: int, nbytes: int, stream: Any) -> None:
-        """``cuMemsetD8Async``."""
-        self._copy("cuMemsetD8Async", stream, dst, value, nbytes)
-
-    def host_alloc(self, nbytes: int) -> int:
-        """``cuMemHostAlloc`` (portable)."""
-        return self._get(ctypes.c_void_p(), AllocFailed, "cuMemHostAlloc", nbytes, 1) or 0
-
-    def host_free(self, addr: int) -> None:
-        """``cuMemFreeHost``."""
-        self._call(AllocFailed, "cuMemFreeHost", addr)
+    copy_htod = _copy("cuMemcpyHtoDAsync_v2")
+    copy_dtoh = _copy("cuMemcpyDtoHAsync_v2")
+    copy_dtod = _copy("cuMemcpyDtoDAsync_v2")
+    copy_peer = _copy("cuMemcpyPeerAsync")
+    memset_d8 = _copy("cuMemsetD8Async")
+    host_alloc = primitive("cuMemHostAlloc", AllocFailed, ctypes.c_uint64, tail=(1,))  # portable
+    host_free = primitive("cuMemFreeHost", AllocFailed)
+    host_unregister = primitive("cuMemHostUnregister", AllocFailed)
 
     def host_register(self, addr: int, nbytes: int) -> bool:
         """``cuMemHostRegister``."""
         return self.lib.cuMemHostRegister_v2(addr, nbytes, 0) == 0
 
-    def host_unregister(self, addr: int) -> None:
-        """``cuMemHostUnregister``."""
-        self._call(AllocFailed, "cuMemHostUnregister", addr)
-
-    def module_load(self, image: bytes) -> ctypes.c_void_p:
-        """``cuModuleLoadData`` (cubin, PTX or fatbin)."""
-        module = ctypes.c_void_p()
-        self._get(module, ModuleLoadFailed, "cuModuleLoadData", image)
-        return module
-
-    def module_unload(self, module: Any) -> None:
-        """``cuModuleUnload``."""
-        self._call(ModuleLoadFailed, "cuModuleUnload", module)
+    module_load = primitive("cuModuleLoadData", ModuleLoadFailed, ctypes.c_void_p)
+    module_unload = primitive("cuModuleUnload", ModuleLoadFailed)
 
     def module_function(self, module: Any, name: str) -> ctypes.c_void_p:
         """``cuModuleGetFunction``."""
-        fn = ctypes.c_void_p()
-        self._get(fn, KernelNotFound, "cuModuleGetFunction", module, name.encode())
-        return fn
+        return self.invoke(KernelNotFound, "cuModuleGetFunction", ctypes.c_void_p, module,
+                           name.encode())
 
     def opt_in_shared(self, function: Any, total_bytes: int) -> None:
         """Above 48 KiB: the dynamic maximum the function's static shared memory leaves."""
         if total_bytes > 48 * 1024:
-            static = self._get(ctypes.c_int(), ModuleLoadFailed, "cuFuncGetAttribute", 1,
-                               function)
-            self._call(ModuleLoadFailed, "cuFuncSetAttribute", function, 8, total_bytes - static)
+            static = self.invoke(ModuleLoadFailed, "cuFuncGetAttribute", ctypes.c_int, 1,
+                                 function)
+            self.invoke(ModuleLoadFailed, "cuFuncSetAttribute", None, function, 8,
+                        total_bytes - static)
 
-    def stream_create(self) -> ctypes.c_void_p:
-        """``cuStreamCreate`` (a blocking stream)."""
-        stream = ctypes.c_void_p()
-        self._get(stream, SyncFailed, "cuStreamCreate", 0)
-        return stream
-
-    def stream_destroy(self, stream: Any) -> None:
-        """``cuStreamDestroy``."""
-        self._call(SyncFailed, "cuStreamDestroy_v2", stream)
+    stream_create = primitive("cuStreamCreate", SyncFailed, ctypes.c_void_p, tail=(0,))
+    stream_destroy = primitive("cuStreamDestroy_v2", SyncFailed)
+    stream_synchronize = primitive("cuStreamSynchronize", SyncFailed)
+    stream_wait_event = primitive("cuStreamWaitEvent", EventFailed, tail=(0,))
+    foreign_stream = staticmethod(ctypes.c_void_p)
 
     def stream_address(self, stream: ctypes.c_void_p) -> int:
         """The ``CUstream`` as an int."""
         return stream.value or 0
 
-    def foreign_stream(self, address: int) -> ctypes.c_void_p:
-        """Another library's ``CUstream``."""
-        return ctypes.c_void_p(address)
-
-    def stream_synchronize(self, stream: Any) -> None:
-        """``cuStreamSynchronize``."""
-        self._call(SyncFailed, "cuStreamSynchronize", stream)
-
     def stream_query(self, stream: Any) -> bool:
-        """``cuStreamQuery`` (600: not ready)."""
-        return self._ready(self.lib.cuStreamQuery(stream), "cuStreamQuery", SyncFailed)
-
-    def _ready(self, code: int, what: str, cls: type) -> bool:
-        if code not in (0, 600):
-            self.fail(code, what, cls)
-        return code == 0
-
-    def stream_wait_event(self, stream: Any, event: Any) -> None:
-        """``cuStreamWaitEvent``."""
-        self._call(EventFailed, "cuStreamWaitEvent", stream, event, 0)
+        """``cuStreamQuery``."""
+        return self._status(self.lib.cuStreamQuery(stream), "cuStreamQuery", SyncFailed)
 
     def event_create(self, timing: bool) -> ctypes.c_void_p:
         """``cuEventCreate`` (``CU_EVENT_DISABLE_TIMING`` without timing)."""
-        event = ctypes.c_void_p()
-        self._get(event, EventFailed, "cuEventCreate", 0 if timing else 2)
-        return event
+        return self.invoke(EventFailed, "cuEventCreate", ctypes.c_void_p, 0 if timing else 2)
 
-    def event_destroy(self, event: Any) -> None:
-        """``cuEventDestroy``."""
-        self._call(EventFailed, "cuEventDestroy_v2", event)
-
-    def event_record(self, event: Any, stream: Any) -> None:
-        """``cuEventRecord``."""
-        self._call(EventFailed, "cuEventRecord", event, stream)
-
-    def event_synchronize(self, event: Any) -> None:
-        """``cuEventSynchronize``."""
-        self._call(SyncFailed, "cuEventSynchronize", event)
+    event_destroy = primitive("cuEventDestroy_v2", EventFailed)
+    event_record = primitive("cuEventRecord", EventFailed)
+    event_synchronize = primitive("cuEventSynchronize", SyncFailed)
+    event_elapsed_ms = primitive("cuEventElapsedTime", EventFailed, ctypes.c_float)
 
     def event_query(self, event: Any) -> bool:
-        """``cuEventQuery`` (600: not ready)."""
-        return self._ready(self.lib.cuEventQuery(event), "cuEventQuery", EventFailed)
-
-    def event_elapsed_ms(self, start: Any, end: Any) -> float:
-        """``cuEventElapsedTime``."""
-        return self._get(ctypes.c_float(), EventFailed, "cuEventElapsedTime", start, end)
+        """``cuEventQuery``."""
+        return self._status(self.lib.cuEventQuery(event), "cuEventQuery", EventFailed)
 
     def begin_capture(self, stream: Any, mode: str) -> None:
         """``cuStreamBeginCapture``."""
-        self._call(CaptureFailed, "cuStreamBeginCapture_v2", stream, _CAPTURE_MODES[mode])
+        self.invoke(CaptureFailed, "cuStreamBeginCapture_v2", None, stream, _CAPTURE_MODES[mode])
 
     def end_capture(self, stream: Any) -> ctypes.c_void_p:
         """``cuStreamEndCapture``."""
         graph = ctypes.c_void_p()
-        self._call(CaptureFailed, "cuStreamEndCapture", stream, ctypes.byref(graph))
+        self.invoke(CaptureFailed, "cuStreamEndCapture", None, stream, ctypes.byref(graph))
         return graph
 
-    def graph_instantiate(self, graph: Any) -> ctypes.c_void_p:
-        """``cuGraphInstantiateWithFlags``."""
-        exe = ctypes.c_void_p()
-        self._get(exe, GraphFailed, "cuGraphInstantiateWithFlags", graph, 0)
-        return exe
-
-    def graph_launch(self, graph_exec: Any, stream: Any) -> None:
-        """``cuGraphLaunch``."""
-        self._call(GraphFailed, "cuGraphLaunch", graph_exec, stream)
+    graph_instantiate = primitive("cuGraphInstantiateWithFlags", GraphFailed, ctypes.c_void_p,
+                                  tail=(0,))
+    graph_launch = primitive("cuGraphLaunch", GraphFailed)
+    graph_destroy = primitive("cuGraphDestroy", GraphFailed)
+    graph_exec_destroy = primitive("cuGraphExecDestroy", GraphFailed)
 
     def graph_update(self, graph_exec: Any, graph: Any) -> None:
         """``cuGraphExecUpdate`` (its result info is not read)."""
         info = (ctypes.c_void_p * 3)()
-        self._call(GraphFailed, "cuGraphExecUpdate_v2", graph_exec, graph, info)
-
-    def graph_destroy(self, graph: Any) -> None:
-        """``cuGraphDestroy``."""
-        self._call(GraphFailed, "cuGraphDestroy", graph)
-
-    def graph_exec_destroy(self, graph_exec: Any) -> None:
-        """``cuGraphExecDestroy``."""
-        self._call(GraphFailed, "cuGraphExecDestroy", graph_exec)
+        self.invoke(GraphFailed, "cuGraphExecUpdate_v2", None, graph_exec, graph, info)

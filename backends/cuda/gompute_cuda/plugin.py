@@ -34,26 +34,12 @@ def gompute_backend_info() -> BackendInfo:
 @hookimpl
 def gompute_probe() -> Availability:
     """Devices found, or why not ("libcuda.so.1 not found (no NVIDIA driver)", ...)."""
-    from gompute_core.backend.gpu import list_devices
+    from gompute_core.backend.gpu import probe
 
     from .compiler import compiler_name
-    from .driver import availability_reason, driver
+    from .driver import driver
 
-    try:
-        compiler = compiler_name()
-    except Exception as exc:  # a broken NVRTC must not break the probe
-        compiler = f"unusable ({exc})"
-    reason = availability_reason()
-    if reason is None:
-        try:
-            devices = list_devices(driver())
-        except Exception as exc:  # probe never raises
-            reason = str(exc)
-        else:
-            reason = None if devices else "no CUDA device"
-    if reason is not None:
-        return Availability(backend=NAME, available=False, reason=reason, compiler=compiler)
-    return Availability(backend=NAME, available=True, devices=devices, compiler=compiler)
+    return probe(NAME, compiler_name, driver, "no CUDA device")
 
 
 @hookimpl

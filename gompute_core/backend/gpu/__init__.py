@@ -10,11 +10,11 @@ lifetime policy: every native object is released once, by its ``close()``/``free
 its collection, or the device's ``close()``.
 """
 
-from .device import MAX_THREADS_PER_LAUNCH, GpuDevice, GpuLauncher, list_devices
-from .driver import DeviceProps, GpuDriver
+from .device import MAX_THREADS_PER_LAUNCH, GpuDevice, GpuLauncher, list_devices, probe
+from .driver import DeviceProps, GpuDriver, primitive
 from .memory import GpuBuffer
 from .objects import CAPTURE_MODES, GpuEvent, GpuGraph, GpuGraphExec, GpuStream, Lifetimes
 
 __all__ = ["CAPTURE_MODES", "MAX_THREADS_PER_LAUNCH", "DeviceProps", "GpuBuffer", "GpuDevice",
            "GpuDriver", "GpuEvent", "GpuGraph", "GpuGraphExec", "GpuLauncher", "GpuStream",
-           "Lifetimes", "list_devices"]
+           "Lifetimes", "list_devices", "primitive", "probe"]

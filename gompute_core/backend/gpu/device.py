@@ -31,7 +31,7 @@ from ...errors import (
     NoDevice,
 )
 from ...ir.kernel import KernelIR
-from ...plugins.records import Artifact, DeviceInfo
+from ...plugins.records import Artifact, Availability, DeviceInfo
 from ..args import ArgBuffer, RawArgBuffer
 from ..device import Device, RawLauncher
 from ..pinning import HostPinning, pinned_array
@@ -47,6 +47,24 @@ def list_devices(driver: GpuDriver) -> tuple[DeviceInfo, ...]:
     """Every GPU ``driver`` sees, as a probe reports them."""
     return tuple(DeviceInfo(i, p.name, p.arch, p.memory_bytes)
                  for i, p in ((i, driver.props(i)) for i in range(driver.device_count())))
+
+
+def probe(backend: str, compiler: Callable[[], str], driver: Callable[[], GpuDriver],
+          none: str) -> Availability:
+    """A GPU backend's availability; never raises. ``compiler()`` names the runtime
+    compiler, ``driver()`` opens the driver table (its error is the reason when it
+    cannot), ``none`` is the reason when it sees no GPU."""
+    try:
+        name = compiler()
+    except Exception as exc:  # noqa: BLE001 - a broken compiler must not break the probe
+        name = f"unusable ({exc})"
+    try:
+        devices = list_devices(driver())
+    except Exception as exc:  # noqa: BLE001 - a probe reports, it never raises
+        return Availability(backend, False, reason=str(exc), compiler=name)
+    if not devices:
+        return Availability(backend, False, reason=none, compiler=name)
+    return Availability(backend, True, devices=devices, compiler=name)
 
 
 class _Current(threading.local):

@@ -18,6 +18,7 @@ generic layer decides when a failure there matters.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, NoReturn
 
@@ -38,6 +39,21 @@ class DeviceProps:
     max_shared_bytes: int
     max_argument_bytes: int
     fp64_ratio: float
+
+
+def primitive(fn: str, cls: type[GomputeError], out: Any = None,
+              tail: tuple[Any, ...] = ()) -> Callable[..., Any]:
+    """A driver-table method that passes its arguments straight to binding function ``fn``
+    (then the constants ``tail``) through :meth:`GpuDriver.invoke`: ``cls`` is the error
+    type of a failure, ``out`` the type of what a binding that answers through a pointer
+    writes first (the C drivers' convention; None: nothing)."""
+
+    def method(self: GpuDriver, *args: Any) -> Any:
+        return self.invoke(cls, fn, out, *args, *tail)
+
+    method.__name__ = method.__qualname__ = fn
+    method.__doc__ = f"``{fn}``."
+    return method
 
 
 class GpuDriver(ABC):
@@ -62,7 +78,12 @@ class GpuDriver(ABC):
     #: the binding's raw launch call, called directly on the hot path (0: success)
     launch: Any
 
-    # ---- errors ------------------------------------------------------------------------
+    # ---- the binding's calling convention and errors -----------------------------------------
+    @abstractmethod
+    def invoke(self, cls: type[GomputeError], fn: str, out: Any, *args: Any) -> Any:
+        """Call binding function ``fn`` with ``args`` (after a pointer to a new ``out``
+        where the binding answers through one); its answer; ``cls`` on failure."""
+
     @abstractmethod
     def error_name(self, code: int) -> str:
         """The driver's words for ``code`` (``"out of memory"``, ``"hipErrorOutOfMemory"``)."""
