@@ -40,16 +40,16 @@ def code_of(result: Any) -> int:
     return int(getattr(result, "value", result))
 
 
-def _copy(fn: str) -> Any:
-    """A copy or fill primitive: ``fn`` when the stream is None, ``fn``Async on a stream."""
+def _copy(fn: str, fn_async: str) -> Any:
+    """A copy or fill primitive: ``fn`` when the stream is None, ``fn_async`` on a stream."""
 
     def method(self: HipDriver, *args: Any) -> None:
         if args[-1] is None:
             self.invoke(CopyFailed, fn, None, *args[:-1])
         else:
-            self.invoke(CopyFailed, f"{fn}Async", None, *args)
+            self.invoke(CopyFailed, fn_async, None, *args)
 
-    method.__doc__ = f"``{fn}`` (``{fn}Async`` on a stream)."
+    method.__doc__ = f"``{fn}`` (``{fn_async}`` on a stream)."
     return method
 
 
@@ -137,11 +137,11 @@ class HipDriver(GpuDriver):
 
     mem_alloc = primitive("hipMalloc", AllocFailed)
     mem_free = primitive("hipFree", AllocFailed)
-    copy_htod = _copy("hipMemcpyHtoD")
-    copy_dtoh = _copy("hipMemcpyDtoH")
-    copy_dtod = _copy("hipMemcpyDtoD")
+    copy_htod = _copy("hipMemcpyHtoD", "hipMemcpyHtoDAsync")
+    copy_dtoh = _copy("hipMemcpyDtoH", "hipMemcpyDtoHAsync")
+    copy_dtod = _copy("hipMemcpyDtoD", "hipMemcpyDtoDAsync")
     copy_peer = primitive("hipMemcpyPeerAsync", CopyFailed)
-    memset_d8 = _copy("hipMemsetD8")
+    memset_d8 = _copy("hipMemsetD8", "hipMemsetD8Async")
     host_alloc = primitive("hipHostMalloc", AllocFailed, tail=(0,))
     host_free = primitive("hipHostFree", AllocFailed)
     host_unregister = primitive("hipHostUnregister", AllocFailed)
