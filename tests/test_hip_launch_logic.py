@@ -36,6 +36,19 @@ ATTRIBUTES = {"MultiprocessorCount": 4, "MaxThreadsPerMultiProcessor": 2048,
               "SingleToDoublePrecisionPerfRatio": 2}
 
 
+class Handle:
+    """What hip-python answers for a pointer or handle: an object, its address by int()."""
+
+    def __init__(self, value: int) -> None:
+        self.value = value
+
+    def __int__(self) -> int:
+        return self.value
+
+    def __repr__(self) -> str:
+        return f"<Handle {self.value:#x}>"
+
+
 class RecordingHip:
     """hip-python's ``hip.hip`` as the backend calls it: every call succeeds and is
     recorded; handles are distinct ints; launches keep what HIP would have read."""
@@ -60,7 +73,7 @@ class RecordingHip:
             self.calls.append((name, args))
             if any(name.endswith(m) or name.startswith(f"hip{m}") for m in makes) or \
                     name.startswith("hipEventCreate") or name.startswith("hipHostMalloc"):
-                return (0, next(self._handles))
+                return (0, Handle(next(self._handles)))
             return (0,)
 
         return call
@@ -134,7 +147,7 @@ def test_map_launch_packs_pointer_count_and_params() -> None:
     (launch,) = hip.launches
     (function,) = [args for args in hip.named("hipModuleGetFunction")]
     assert function[1] == spec.name.encode()
-    assert launch["stream"] == dev.stream.handle and launch["stream"] == dev.stream.address
+    assert launch["stream"] is dev.stream.handle and int(launch["stream"]) == dev.stream.address
     assert launch["block"] == (spec.block_size, 1, 1)
     # 16-byte vectors of 4 f32, 4 deep per thread: one block covers block_size * 16
     assert launch["grid"] == (-(-1000 // (spec.block_size * 16)), 1, 1)
@@ -301,7 +314,7 @@ def test_buffers_are_rocm_dlpack_memory_ordered_with_the_consumers_stream() -> N
     buf.__dlpack__(stream=0x5000)  # the consumer's stream waits for ours
     assert hip.named("hipEventCreateWithFlags") == [(2,)]  # the ordering event, no timing
     assert [name for name, _ in hip.calls][-2:] == ["hipEventRecord", "hipStreamWaitEvent"]
-    assert hip.named("hipEventRecord")[0][1] == dev.stream.handle
+    assert hip.named("hipEventRecord")[0][1] == dev.stream.address
     assert hip.named("hipStreamWaitEvent")[0][0] == 0x5000
     hip.calls.clear()
     buf.__dlpack__(stream=0)  # the null stream: already ordered with our blocking streams

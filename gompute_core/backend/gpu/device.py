@@ -323,7 +323,8 @@ class GpuDevice(Device):
             if not self._closed:
                 host_free(addr)
 
-        return pinned_array(self._in_context(self.driver.host_alloc), free, shape, dtype)
+        host_alloc = self._in_context(self.driver.host_alloc)
+        return pinned_array(lambda nbytes: int(host_alloc(nbytes)), free, shape, dtype)
 
     # ---- interop ----------------------------------------------------------------
     def _borrow(self, addr: int, nbytes: int) -> GpuBuffer:

@@ -41,7 +41,7 @@ class GpuBuffer(Buffer):
     def allocate(cls, device: GpuDevice, nbytes: int) -> GpuBuffer:
         """A new owned buffer (``AllocFailed`` when the driver refuses)."""
         device.enter()
-        addr = device.driver.mem_alloc(max(nbytes, 1))
+        addr = int(device.driver.mem_alloc(max(nbytes, 1)))  # a binding may answer a pointer object
         buf = cls(device, nbytes, addr, owned=True)
         buf._fin = device.track(buf, device.driver.mem_free, addr)
         return buf
