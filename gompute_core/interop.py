@@ -8,7 +8,8 @@ buffer over foreign device memory).
 
 **Producing** (:class:`Exports`, mixed into :class:`~gompute_core.backend.Buffer`
 and :class:`TypedView`): ``__dlpack__``/``__dlpack_device__`` everywhere a
-device type is declared, ``__cuda_array_interface__`` (v3) on CUDA devices and
+device type is declared, ``__cuda_array_interface__`` (v3) on CUDA and ROCm devices
+(CuPy on ROCm reads it too; its ``stream`` is then a ``hipStream_t``) and
 ``__array_interface__`` on host memory. The array is typed and shaped as the
 buffer's element type and count, or as ``buf.typed(dtype, shape)`` says. The
 CAI ``stream`` is the device's default stream (where ``launch`` enqueues unless
@@ -125,11 +126,11 @@ class Exports(ABC):
 
     @property
     def __cuda_array_interface__(self) -> dict[str, Any]:
-        """CUDA Array Interface v3 (CUDA devices only); ``stream`` is the device's."""
+        """CUDA Array Interface v3 (CUDA and ROCm devices); ``stream`` is the device's."""
         buf, dtype, shape, kind = self._exporting("__cuda_array_interface__",
                                                    AttributeError)
-        if kind not in (dlpack.KDL_CUDA, dlpack.KDL_CUDA_MANAGED):
-            raise AttributeError("__cuda_array_interface__: not CUDA memory")
+        if kind not in (dlpack.KDL_CUDA, dlpack.KDL_CUDA_MANAGED, dlpack.KDL_ROCM):
+            raise AttributeError("__cuda_array_interface__: not GPU memory")
         device = buf.device
         return {"shape": shape, "typestr": dtype.str, "data": (buf.addr, False), "version": 3,
                 "strides": None, "stream": device.stream_handle(device.stream)}

@@ -319,3 +319,14 @@ def test_buffers_are_rocm_dlpack_memory_ordered_with_the_consumers_stream() -> N
     hip.calls.clear()
     buf.__dlpack__(stream=0)  # the null stream: already ordered with our blocking streams
     assert hip.named("hipStreamWaitEvent") == []
+
+
+def test_buffers_export_the_cuda_array_interface_with_our_hip_stream() -> None:
+    """CuPy on ROCm reads ``__cuda_array_interface__``: ours names the device's
+    ``hipStream_t`` as the stream to wait on."""
+    dev = RecordingDevice(RecordingHip())
+    buf = dev.alloc(64)
+    view = buf.typed(np.float32, (4, 4))
+    cai = view.__cuda_array_interface__
+    assert cai["data"] == (buf.addr, False) and cai["shape"] == (4, 4)
+    assert cai["typestr"] == "<f4" and cai["stream"] == dev.stream.address
