@@ -256,20 +256,65 @@ def _readonly(cai: dict[str, Any]) -> bool:
         return False
 
 
+def cuda_interface(obj: Any, role: str) -> dict[str, Any] | None:
+    """``obj.__cuda_array_interface__``, or None when it has none. A producer whose
+    interface raises (torch for bfloat16, or for a tensor that requires grad) gives None
+    when it also speaks DLPack (described that way, checked there), else an
+    ``InvalidArgument`` naming ``role`` and the producer's reason."""
+    try:
+        return getattr(obj, "__cuda_array_interface__", None)  # type: ignore[no-any-return]
+    except Exception as exc:
+        if hasattr(obj, "__dlpack__"):
+            return None
+        raise InvalidArgument(f"{role}: its __cuda_array_interface__ failed "
+                              f"({type(exc).__name__}: {exc})") from None
+
+
+class _HostTensor:
+    """A consumed host DLPack tensor as NumPy sees it (``np.asarray``): the view keeps this
+    object, and so the producer's memory (``hold``), alive."""
+
+    def __init__(self, t: dlpack.Tensor) -> None:
+        self.hold = t.hold
+        self.__array_interface__ = {"shape": t.shape, "typestr": t.dtype.str,
+                                    "data": (t.addr, t.readonly), "version": 3}
+
+
 def _dlpack(obj: Any, role: str, kind: int | None, stream: int | None) -> Foreign:
     dev = tuple(obj.__dlpack_device__())
-    if dev[0] == dlpack.KDL_CPU:
-        return _from_host(np.from_dlpack(obj), role)
-    if kind is not None and dev[0] not in _COMPATIBLE.get(kind, (kind,)):
+    if dev[0] != dlpack.KDL_CPU and kind is not None and \
+            dev[0] not in _COMPATIBLE.get(kind, (kind,)):
         raise InvalidArgument(f"{role}: the array is on {where(dev)}, not on this kernel's "
                               f"{dlpack.DEVICE_NAMES.get(kind, kind)} device")
+    host = dev[0] == dlpack.KDL_CPU
+    if host:
+        stream = None  # the protocol's only stream for host memory
     try:
         capsule = obj.__dlpack__(stream=stream, max_version=dlpack.VERSION)
     except TypeError:  # a producer from before DLPack 1.0
         capsule = obj.__dlpack__(stream=stream)
-    t = dlpack.consume(capsule, role)
+    t = dlpack.consume(capsule, role)  # a type NumPy lacks (bfloat16) is refused here
+    if host:
+        return _from_host(np.asarray(_HostTensor(t)), role)
     size = math.prod(t.shape)
     return Foreign(t.addr, t.dtype, t.shape, size, t.readonly, t.device, None, t.hold)
+
+
+def _host_interface(obj: Any, role: str) -> np.ndarray:
+    """The NumPy view of an object exposing ``__array_interface__`` (or
+    ``__array_struct__``); a mask (NumPy would drop it) or an interface NumPy refuses (no
+    ``typestr`` or ``shape``, a NULL pointer to elements) is an ``InvalidArgument`` naming
+    ``role``."""
+    ai = getattr(obj, "__array_interface__", None)
+    if isinstance(ai, dict):
+        if ai.get("mask") is not None:
+            raise InvalidArgument(f"{role}: the array interface has a mask (it would be "
+                                  "ignored); pass the unmasked data or fill the masked "
+                                  "elements first")
+    try:
+        return np.asarray(obj)
+    except (ValueError, TypeError, KeyError) as exc:
+        raise InvalidArgument(f"{role}: malformed __array_interface__ ({exc})") from None
 
 
 def describe(obj: Any, role: str, kind: int | None = None,
@@ -281,8 +326,12 @@ def describe(obj: Any, role: str, kind: int | None = None,
     interface is older than v3 (:func:`orders_itself`)."""
     if isinstance(obj, np.ndarray):
         return _from_host(obj, role)
+    if isinstance(obj, np.generic):
+        raise InvalidArgument(f"{role}: a NumPy scalar ({type(obj).__name__}) is not an array "
+                              "(its memory would be a copy, written and dropped); pass an "
+                              "array, np.array([x])")
     if kind != dlpack.KDL_ROCM:
-        cai = getattr(obj, "__cuda_array_interface__", None)
+        cai = cuda_interface(obj, role)
         if cai is not None:
             if orders_itself(obj, cai):
                 return from_cai(obj, cai, role)
@@ -292,7 +341,7 @@ def describe(obj: Any, role: str, kind: int | None = None,
     if hasattr(obj, "__dlpack__"):
         return _dlpack(obj, role, kind, stream)
     if hasattr(obj, "__array_interface__") or hasattr(obj, "__array_struct__"):
-        return _from_host(np.asarray(obj), role)
+        return _from_host(_host_interface(obj, role), role)
     raise InvalidArgument(f"{role}: expected a NumPy array, a Gompute buffer or an array "
                           "exposing __cuda_array_interface__, __dlpack__ or "
                           f"__array_interface__, got {type(obj).__name__}")
@@ -332,14 +381,15 @@ def locate(f: Foreign, device: Device, role: str) -> None:
 
 def borrow(f: Foreign, device: Device) -> Buffer:
     """A borrowed buffer (``owned=False``) of ``device`` over ``f``'s memory, typed and
-    shaped as ``f``; it keeps the producer's object alive and never frees the memory."""
+    shaped as ``f`` and read-only as ``f``; it keeps the producer's object alive and never
+    frees the memory."""
     if f.host is not None:
         buf = device.borrow(f.host)
     else:
         buf = device._borrow(f.addr, f.nbytes)
         if buf.owned:
             raise InvalidArgument(f"{device.backend}: _borrow returned an owned buffer")
-    buf.keep, buf.dtype, buf.shape = f.keep, f.dtype, f.shape
+    buf.keep, buf.dtype, buf.shape, buf.readonly = f.keep, f.dtype, f.shape, f.readonly
     return buf
 
 

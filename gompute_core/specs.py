@@ -17,6 +17,7 @@ import re
 import sys
 import threading
 import typing
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,9 +40,11 @@ _C_KEYWORDS = frozenset("""
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 _registry_lock = threading.Lock()
-_registry: dict[str, Any] = {}
-"""Every kernel defined in this process by entry name: specs and raw kernels
-(``gompute_core.raw.kernel.RawKernelDef``) share one namespace, as their entry symbols do."""
+_registry: weakref.WeakValueDictionary[str, Any] = weakref.WeakValueDictionary()
+"""Every live kernel defined in this process by entry name: specs and raw kernels
+(``gompute_core.raw.kernel.RawKernelDef``) share one namespace, as their entry symbols do.
+Held weakly: a spec lives as long as someone holds it (a module-level spec, through its
+module); a dropped one is freed and its name can be defined again."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -327,11 +330,11 @@ def _identity_value(ctor: str, identity: Any, T: ScalarType) -> int | float | bo
 
 
 def _register(spec: Any) -> Any:
-    """Enter ``spec`` (a Spec or a raw kernel) in the process registry; a name defined
-    elsewhere is an error naming both locations.
+    """Enter ``spec`` (a Spec or a raw kernel) in the process registry, weakly; a name a
+    live kernel defined elsewhere is an error naming both locations.
 
     Re-running the same definition (same ``file:line``, e.g. ``importlib.reload``)
-    replaces the earlier spec.
+    replaces the earlier spec; so does a definition of a name whose kernel was dropped.
     """
     with _registry_lock:
         old = _registry.get(spec.name)

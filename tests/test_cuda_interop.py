@@ -141,6 +141,22 @@ def test_torch_in_and_out(k_inc: g.Kernel) -> None:
 
 
 # ---------------------------------------------------------------------------- numba
+def test_torch_bfloat16_is_a_typed_refusal(k_inc: g.Kernel) -> None:
+    """A bfloat16 tensor, on the GPU or the host, is an ``InvalidArgument`` naming the
+    argument and the type (torch's own interface raises for it: never that error raw); the
+    tensor is untouched."""
+    torch = pytest.importorskip("torch")
+    for device in ("cuda", "cpu"):
+        x = torch.arange(8, device=device).to(torch.bfloat16)
+        before = x.clone()
+        with pytest.raises(InvalidArgument, match="^data: .*bfloat16"):
+            k_inc.run(x)
+        if device == "cuda":
+            with pytest.raises(InvalidArgument, match="^launch: buf: .*bfloat16"):
+                k_inc.launch(x, 8)
+        assert torch.equal(x, before)
+
+
 def test_numba_in_and_out(k_inc: g.Kernel) -> None:
     pytest.importorskip("numba")
     from numba import cuda as ncuda

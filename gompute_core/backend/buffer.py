@@ -52,12 +52,13 @@ class Buffer(Exports, ABC):
     ``free()`` is idempotent; any later use raises ``InvalidArgument``. A
     *borrowed* buffer (``owned=False``) views memory someone else owns:
     ``free()`` only forgets it; ``keep`` holds what keeps its memory alive (the
-    producer's array). ``dtype`` (default ``uint8``) and ``shape`` (default: the
-    element count) are how other libraries see it.
+    producer's array); ``readonly`` says its producer declared the memory read-only (a
+    raw kernel refuses it where it writes). ``dtype`` (default ``uint8``) and ``shape``
+    (default: the element count) are how other libraries see it.
     """
 
     __slots__ = ("device", "nbytes", "addr", "owned", "_freed", "dtype", "shape", "keep",
-                 "__weakref__")
+                 "readonly", "__weakref__")
 
     def __init__(self, device: Device, nbytes: int, addr: int, *, owned: bool = True) -> None:
         self.device = device
@@ -68,6 +69,7 @@ class Buffer(Exports, ABC):
         self.dtype: np.dtype = _BYTES
         self.shape: tuple[int, ...] | None = None
         self.keep: Any = None
+        self.readonly = False
 
     # ---- primitives a backend implements -------------------------------------------
     @abstractmethod

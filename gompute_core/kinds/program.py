@@ -4,8 +4,9 @@
 map_to ``(inp, out, n, p)``; zip ``(a, b, out, n, p)``; reduce
 ``(data, n, partials, blocks, p)``; gather/scatter ``(src, idx, out, n,
 bound)``), checks them in O(1) — each buffer belongs to this device, is not
-freed and holds what the launch touches; counts are ``u64``; ``1 <= blocks
-<= 1024`` for a reduce — then patches the program's
+freed and holds what the launch touches; an output overlaps no input the way
+``run`` refuses (partially for map_to/zip, at all for gather/scatter); counts
+are ``u64``; ``1 <= blocks <= 1024`` for a reduce — then patches the program's
 :class:`~gompute_core.backend.args.ArgBuffer` and calls the backend's
 launcher. A lock makes patch-and-launch one step, so threads sharing a
 program never launch with each other's arguments. No allocation, copy or
@@ -46,6 +47,11 @@ WRITTEN = frozenset({"buf", "out", "partials"})
 
 _STALE = object()
 """``_last_p`` when the params must be converted again."""
+
+
+def refuse_closed(*args: Any, **kwargs: Any) -> Any:
+    """What a closed handle's (and its program's) launch, run and enqueue become."""
+    raise InvalidArgument("this kernel handle is closed")
 
 
 def elements_per_block(kernel: KernelIR) -> int:
@@ -105,6 +111,11 @@ class KernelProgram:
         self._signals: list[int] = []
         """Foreign streams to make wait for this launch (filled by foreign operands)."""
         self.launch = getattr(self, f"_launch_{self.kind}")
+
+    def close(self) -> None:
+        """Refuse every later launch (the handle owning the program was closed): ``launch``
+        and ``enqueue`` raise ``InvalidArgument``."""
+        self.launch = self.enqueue = refuse_closed
 
     # ---- stream ------------------------------------------------------------------------------
     @property
@@ -202,6 +213,24 @@ class KernelProgram:
             if self._signals:
                 self._signal()
 
+    def _overlap(self, x_obj: Any, x: Any, x_role: str, x_nbytes: int, out_obj: Any, out: Any,
+                 out_nbytes: int, partial_only: bool) -> None:
+        """Refuse the output operand ``out`` (of argument ``out_obj``) overlapping ``x`` as
+        ``run`` refuses its arrays (:func:`~gompute_core.runtime.checks.refuse_overlap`), on
+        the byte spans the launch touches. The launches call it only when ``x`` is not an
+        address (a host-memory device's arrays) or the two spans meet."""
+        if x.__class__ is not int:
+            dev = self.device
+            if getattr(x_obj, "device", None) is dev and getattr(out_obj, "device", None) is dev:
+                x, out = x_obj.addr, out_obj.addr  # two buffers of this device: their addresses
+        overlap = checks.operands_overlap(x, x_nbytes, out, out_nbytes)
+        if overlap[0]:
+            try:
+                checks.refuse_overlap(overlap, x_role, "out", partial_only, "launch: ")
+            except InvalidArgument:
+                self._signals.clear()  # nothing is launched: no foreign stream waits for it
+                raise
+
     def _signal(self) -> None:
         signals, self._signals = self._signals, []
         if self._ours is not None:
@@ -252,8 +281,12 @@ class KernelProgram:
             if p is not self._last_p:
                 self._set_params(p)
             if n:
-                self._go(self.grid(n), (self._operand(inp, "inp", n, "In"),
-                                        self._operand(out, "out", n, "Out"), n))
+                i = self._operand(inp, "inp", n, "In")
+                o = self._operand(out, "out", n, "Out")
+                i_nbytes, o_nbytes = n * self._size["In"], n * self._size["Out"]
+                if i.__class__ is not int or i < o + o_nbytes and o < i + i_nbytes:
+                    self._overlap(inp, i, "inp", i_nbytes, out, o, o_nbytes, True)
+                self._go(self.grid(n), (i, o, n))
 
     def _launch_zip(self, a: Buffer, b: Buffer, out: Buffer, n: int, p: Any = None) -> None:
         if type(n) is not int or not 0 <= n < U64_LIMIT:
@@ -262,9 +295,16 @@ class KernelProgram:
             if p is not self._last_p:
                 self._set_params(p)
             if n:
-                self._go(self.grid(n), (self._operand(a, "a", n, "A"),
-                                        self._operand(b, "b", n, "B"),
-                                        self._operand(out, "out", n, "Out"), n))
+                x = self._operand(a, "a", n, "A")
+                y = self._operand(b, "b", n, "B")
+                o = self._operand(out, "out", n, "Out")
+                x_nbytes, y_nbytes, o_nbytes = (n * self._size["A"], n * self._size["B"],
+                                                n * self._size["Out"])
+                if x.__class__ is not int or x < o + o_nbytes and o < x + x_nbytes:
+                    self._overlap(a, x, "a", x_nbytes, out, o, o_nbytes, True)
+                if y.__class__ is not int or y < o + o_nbytes and o < y + y_nbytes:
+                    self._overlap(b, y, "b", y_nbytes, out, o, o_nbytes, True)
+                self._go(self.grid(n), (x, y, o, n))
 
     def _launch_reduce(self, data: Buffer, n: int, partials: Buffer, blocks: int,
                        p: Any = None) -> None:
@@ -288,9 +328,13 @@ class KernelProgram:
         # gather reads src[< bound] and writes out[< n]; scatter the other way round
         src_n, out_n = (bound, n) if self.kind == "gather" else (n, bound)
         with self._lock:
-            self._go(self.move_grid(n),
-                     (self._operand(src, "src", src_n, "T"), self._operand(idx, "idx", n, "Idx"),
-                      self._operand(out, "out", out_n, "T"), n, bound))
+            s = self._operand(src, "src", src_n, "T")
+            i = self._operand(idx, "idx", n, "Idx")
+            o = self._operand(out, "out", out_n, "T")
+            out_nbytes = out_n * self._t_size
+            self._overlap(src, s, "src", src_n * self._t_size, out, o, out_nbytes, False)
+            self._overlap(idx, i, "idx", n * self._size["Idx"], out, o, out_nbytes, False)
+            self._go(self.move_grid(n), (s, i, o, n, bound))
 
     _launch_scatter = _launch_gather
 

@@ -13,18 +13,20 @@ and launches (:meth:`~gompute_core.backend.Device._load_raw`).
 from __future__ import annotations
 
 import difflib
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from ..abi import pack
+from ..abi.codecs import float_in_range, int_in_range
 from ..backend.args import RawArgBuffer, raw_arg_layout
 from ..backend.buffer import Buffer
 from ..errors import InvalidArgument, KernelNotFound, Unsupported
 from ..interop import as_buffer
 from ..ir.kernel import RAW, KernelIR
-from ..ir.nodes import Atomic, IRType, PointerType, SharedType, StructType
+from ..ir.nodes import Atomic, IRType, PointerType, SharedType, Store, StructType
 from ..plugins import manager
 from ..plugins.records import Artifact, CompileRequest
 from ..runtime.compile import find_prebuilt, find_prebuilt_raw
@@ -83,13 +85,19 @@ def _static_shared_bytes(kir: KernelIR) -> int:
                if isinstance(t, SharedType))
 
 
-def _uses_f64_atomics(kir: KernelIR) -> bool:
-    found = False
+def _memory_use(kir: KernelIR) -> tuple[bool, frozenset[str]]:
+    """(whether the kernel uses f64 atomics, the names of the ``GlobalPtr`` arguments it
+    writes: stores and atomics). A kernel from C source has no IR to tell: no pointer
+    counts as written."""
+    f64 = False
+    written: set[str] = set()
 
     def walk(obj: Any) -> None:
-        nonlocal found
+        nonlocal f64
         if isinstance(obj, Atomic) and obj.type is np.float64:
-            found = True
+            f64 = True
+        if isinstance(obj, (Store, Atomic)) and isinstance(obj.base.type, PointerType):
+            written.add(obj.base.name)
         if isinstance(obj, tuple):
             for item in obj:
                 walk(item)
@@ -99,7 +107,7 @@ def _uses_f64_atomics(kir: KernelIR) -> bool:
 
     for fn in kir.functions:
         walk(fn.body)
-    return found
+    return f64, frozenset(written)
 
 
 class RawKernel:
@@ -108,7 +116,8 @@ class RawKernel:
     ``kernel`` is a ``@g.raw_kernel`` function or its name (resolved in this process,
     else in the prebuilt artifact directory: ``artifact_dir`` or
     ``$GOMPUTE_ARTIFACT_DIR``). ``launch(grid, block, args, shared_bytes=0,
-    stream=None)`` enqueues one launch; ``synchronize()`` waits for it.
+    stream=None)`` enqueues one launch; ``synchronize()`` waits for it. Threads may share
+    a handle: a lock makes storing the arguments and launching one step.
     """
 
     def __init__(self, kernel: Any, backend: str, device: int = 0, *,
@@ -136,7 +145,8 @@ class RawKernel:
             signature, bounds = definition.signature, definition.bounds
             params_class = definition.params_class
             artifact = self._artifact(definition, kir, backend, dev.arch, artifact_dir)
-        if _uses_f64_atomics(kir) and not dev.has("f64_atomics"):
+        f64_atomics, self._written = _memory_use(kir)
+        if f64_atomics and not dev.has("f64_atomics"):
             raise Unsupported(f"raw kernel {kir.name!r} uses f64 atomics; {backend} device "
                               f"{device} lacks the capability 'f64_atomics'")
         self.name, self.backend, self.ordinal = kir.name, backend, device
@@ -151,12 +161,16 @@ class RawKernel:
         self._geometry: dict[tuple[Any, ...], tuple[Any, Any, int]] = {}
         """Launch shapes already checked, keyed by value and type (``True == 1`` and
         ``1.0 == 1`` must not pass as a checked 1): -> (grid, block, shared bytes)."""
+        self._lock = threading.Lock()
+        """Makes store-the-arguments-then-launch one step: threads sharing the handle never
+        launch with each other's arguments."""
         self._bind: Callable[[Sequence[Any]], None] | None = None
         """The packing backends' checks (:class:`PackedBinder`), called on every launch."""
         if dev.packs_arguments:
             kinds = ["params" if isinstance(t, StructType) else
-                     "pointer" if isinstance(t, PointerType) else "scalar"
-                     for _, t in signature]
+                     ("written" if name in self._written else "pointer")
+                     if isinstance(t, PointerType) else "scalar"
+                     for name, t in signature]
             types = [np.dtype(t.elem) if isinstance(t, PointerType) else t
                      for _, t in signature]
             self._bind = PackedBinder(kinds, self._convert, types, dev, self.args,
@@ -195,7 +209,8 @@ class RawKernel:
     def _converter(self, k: int, name: str, t: IRType) -> Callable[[Any], Any]:
         where = f"argument #{k} ({name!r})"
         if isinstance(t, PointerType):
-            return self._pointer_converter(where, np.dtype(t.elem), short_name(t.elem))
+            return self._pointer_converter(where, np.dtype(t.elem), short_name(t.elem),
+                                           name in self._written)
         if isinstance(t, StructType):
             cls = self._params_class
 
@@ -208,7 +223,7 @@ class RawKernel:
             return params
         return _scalar_converter(self.name, where, t)
 
-    def _pointer_converter(self, where: str, dtype: np.dtype, tname: str
+    def _pointer_converter(self, where: str, dtype: np.dtype, tname: str, written: bool
                            ) -> Callable[[Any], Any]:
         device, backend = self.device, self.backend
 
@@ -223,6 +238,9 @@ class RawKernel:
                 raise InvalidArgument(f"{self.name}: {where} is a buffer of {buf.dtype}; the "
                                       f"kernel declares GlobalPtr[{tname}] (allocate it with "
                                       f"alloc(count, g.{tname}))")
+            if written and buf.readonly:
+                raise InvalidArgument(f"{self.name}: {where} is read-only memory but the "
+                                      f"kernel writes it (pass a writable array)")
             return buf
 
         return pointer
@@ -280,10 +298,14 @@ class RawKernel:
             raise InvalidArgument(f"{self.name}: takes {len(self._convert)} arguments ({names}), "
                                   f"got {len(args)}")
         if self._bind is not None:
-            self._bind(args)
-        else:
-            self._store([conv(a) for conv, a in zip(self._convert, args, strict=True)])
-        self._launcher(g3, b3, shared, stream)
+            with self._lock:
+                self._bind(args)
+                self._launcher(g3, b3, shared, stream)
+            return
+        values = [conv(a) for conv, a in zip(self._convert, args, strict=True)]
+        with self._lock:
+            self._store(values)
+            self._launcher(g3, b3, shared, stream)
 
     def _check_geometry(self, grid: Any, block: Any, shared_bytes: Any
                         ) -> tuple[tuple[int, int, int], tuple[int, int, int], int]:
@@ -360,7 +382,8 @@ def _shape_key(grid: Any, block: Any, shared_bytes: Any) -> tuple[Any, ...]:
 
 def _scalar_converter(kernel: str, where: str, t: Any) -> Callable[[Any], Any]:
     """A checker giving a NumPy scalar of ``t``: the same NumPy type, or a Python number
-    that ``t`` holds exactly (an int in range; a float for a float type)."""
+    that ``t`` holds (an int in range; for a float type an int or float that does not
+    overflow it), range-checked as a params field is."""
     name = short_name(t)
     integer = is_int(t) and t is not np.bool_
     lo, hi = (int(np.iinfo(t).min), int(np.iinfo(t).max)) if integer else (0, 0)
@@ -376,11 +399,9 @@ def _scalar_converter(kernel: str, where: str, t: Any) -> Callable[[Any], Any]:
                 return np.bool_(value)
         elif integer:
             if isinstance(value, int) and not isinstance(value, bool):
-                if not lo <= value <= hi:
-                    raise InvalidArgument(f"{kernel}: {where} = {value} does not fit {name}")
-                return t(value)
+                return int_in_range(t, value, f"{kernel}: {where}", lo, hi)
         elif is_float(t) and isinstance(value, (int, float)) and not isinstance(value, bool):
-            return t(value)
+            return float_in_range(t, value, f"{kernel}: {where}")
         raise InvalidArgument(f"{kernel}: {where} is {value!r} ({type(value).__name__}) where "
                               f"{name} is declared")
 

@@ -28,6 +28,7 @@ import errno
 import hashlib
 import json
 import os
+import shutil
 import stat
 import tempfile
 import threading
@@ -75,12 +76,25 @@ def check_private(path: Path) -> None:
     if not stat.S_ISDIR(st.st_mode):
         raise NotADirectoryError(errno.ENOTDIR, "not a directory", str(path))
     uid = os.geteuid() if hasattr(os, "geteuid") else None
+    shared = st.st_mode & stat.S_ISVTX
+    """A sticky folder (``/tmp``, ``/var/tmp``) is shared by design: never advise changing
+    it, only using a private folder inside it."""
+    inside = (f"Point {ENV_CACHE_DIR} at a private folder inside it, e.g. "
+              f"{ENV_CACHE_DIR}={path / f'gompute-{uid if uid is not None else os.getpid()}'} "
+              f"(Gompute creates it with mode 0700); never change the mode or owner of a "
+              f"shared folder")
     if uid is not None and st.st_uid != uid:
+        fix = inside if shared else (f"Point {ENV_CACHE_DIR} at a directory of your own, or "
+                                     f"take it over: chown -R {uid} {path} && chmod 700 {path}")
         raise CacheUnsafe(
             f"the compile cache directory {path} belongs to uid {st.st_uid}, not to you "
-            f"(uid {uid}): Gompute loads no code from it. Point {ENV_CACHE_DIR} at a "
-            f"directory of your own, or take it over: chown -R {uid} {path} && chmod 700 {path}")
+            f"(uid {uid}): Gompute loads no code from it. {fix}")
     if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        if shared:
+            raise CacheUnsafe(
+                f"the compile cache directory {path} is a shared folder (mode "
+                f"{stat.S_IMODE(st.st_mode):o}, sticky, like /tmp): whoever can write it "
+                f"could run code in your processes, so Gompute loads nothing from it. {inside}")
         raise CacheUnsafe(
             f"the compile cache directory {path} is writable by group or others "
             f"(mode {stat.S_IMODE(st.st_mode):o}): whoever can write it could run code in "
@@ -193,14 +207,41 @@ class DiskCache:
         return path
 
 
+def clear_squatter(path: Path) -> bool:
+    """Remove what sits at ``path``, in a private cache folder, where a regular file of ours
+    belongs: a directory (and what it holds), a symlink (dangling or not: nothing in the
+    cache is followed out of it), a FIFO...; one warning naming it. True when something was
+    removed (try again), False when ``path`` is free or a regular file."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return False
+    if stat.S_ISREG(mode):
+        return False
+    if stat.S_ISDIR(mode):
+        shutil.rmtree(path)
+        what = "a directory"
+    else:
+        path.unlink()
+        what = "a symlink" if stat.S_ISLNK(mode) else "not a regular file"
+    warn_dropped(path, f"{what} where a cache file belongs")
+    return True
+
+
 def write_atomically(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` through a temporary file (mode 0600) in the same folder and
-    ``os.replace``: a reader sees the old file or the whole new one, never half of it."""
+    ``os.replace``: a reader sees the old file or the whole new one, never half of it. A
+    directory in the way is removed first (:func:`clear_squatter`)."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
-        os.replace(tmp, path)
+        try:
+            os.replace(tmp, path)
+        except OSError:
+            if not clear_squatter(path):
+                raise
+            os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

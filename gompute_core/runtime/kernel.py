@@ -17,7 +17,7 @@ import numpy as np
 
 from ..errors import BackendUnavailable, GomputeWarning, InvalidArgument, Unsupported
 from ..ir.kernel import KernelIR
-from ..kinds.program import MAX_REDUCE_BLOCKS
+from ..kinds.program import MAX_REDUCE_BLOCKS, refuse_closed
 from ..kinds.run import Runner
 from ..plugins import manager
 from ..plugins.records import Artifact, BackendInfo, CompileRequest
@@ -32,8 +32,24 @@ _DEFAULT_ROLE = {
 }
 
 
-def _closed(*args: Any, **kwargs: Any) -> Any:
-    raise InvalidArgument("this kernel handle is closed")
+_RUN_ARGUMENTS = {
+    "map": ("data", "p"), "map_indexed": ("data", "p"), "map_to": ("inp", "out", "p"),
+    "zip": ("a", "b", "out", "p"), "reduce": ("data", "p"), "gather": ("src", "idx", "out"),
+    "scatter": ("src", "idx", "out"),
+}
+"""``run``'s positional arguments per kind (``p`` may be omitted)."""
+
+
+def _arity_error(kind: str, got: int) -> InvalidArgument | None:
+    """The refusal of ``run`` called with ``got`` positional arguments, or None when a
+    ``kind`` kernel takes that many."""
+    names = _RUN_ARGUMENTS[kind]
+    least = len(names) - (names[-1] == "p")
+    if least <= got <= len(names):
+        return None
+    optional = " (p may be left out when the spec has no params)" if least < len(names) else ""
+    return InvalidArgument(f"run: a {kind} kernel takes ({', '.join(names)}){optional}, got "
+                           f"{got} argument{'s' * (got != 1)}")
 
 
 def capability_gap(info: BackendInfo, spec: Spec) -> str:
@@ -165,15 +181,22 @@ class Kernel:
         ``__array_interface__`` (CuPy, torch, numba, JAX): device arrays are
         used in place, stream-ordered with their producer (``docs/interop.md``).
         """
-        return self._run(*args)
+        try:
+            return self._run(*args)
+        except TypeError:
+            wrong = _arity_error(self.spec.kind, len(args))
+            if wrong is None:
+                raise  # the call had the right shape: an error inside
+            raise wrong from None
 
     def close(self) -> None:
         """Free the buffers ``run`` keeps; later calls raise ``InvalidArgument`` (idempotent)."""
         if self._closed_flag:
             return
         self._closed_flag = True
-        self.launch = _closed
-        self._run = _closed
+        self.launch = refuse_closed
+        self._run = refuse_closed
+        self.program.close()
         self._runner.close()
 
     def __enter__(self) -> Kernel:
@@ -188,7 +211,7 @@ class Kernel:
 
     def _check_open(self) -> None:
         if self._closed_flag:
-            raise InvalidArgument("this kernel handle is closed")
+            refuse_closed()
 
     # ----------------------------------------------------------------- per-kind runners
     def _run_map(self, data: Any, p: Any = None) -> Any:

@@ -81,7 +81,7 @@ def _write_once(path: Path, source: str) -> None:
     try:
         if path.read_bytes() == data:
             return
-    except FileNotFoundError:
+    except (FileNotFoundError, IsADirectoryError):  # a directory is replaced by the file
         pass
     write_atomically(path, data)
 
@@ -223,10 +223,17 @@ def load_module(source: str, owner: object) -> ModuleType:
 def _load(source: str, path: Path) -> ModuleType:
     """Execute ``source`` as a new module (``_lock`` held)."""
     store = _disk_store(path, source)
+    if store is not None:
+        try:
+            store.sweep()
+        except OSError as exc:  # what healing cannot fix (a folder it may not change)
+            warn_once(f"unwritable\0{store.directory}",
+                      f"cannot use the compile cache {store.directory} ({exc}); compiling in "
+                      f"memory")
+            store = None
     filename = str(path) if store is not None else f"<gompute-cpu {path.stem}>"
     mod = _execute(source, f"_gompute_cpu_{path.stem}", filename)
     if store is not None:
-        store.sweep()
         numba_cache.attach(mod, store, filename)
     _modules[path.stem] = mod
     return mod

@@ -13,6 +13,7 @@ numba's on-disk cache when present.
 from __future__ import annotations
 
 import os
+import time
 from typing import Any
 
 import numba
@@ -28,6 +29,14 @@ from .compiler import load_module
 from .params import HostParams
 
 DEFAULT_PARALLEL_THRESHOLD = 1 << 17
+SLICE_THREADS = 1 << 14
+"""A raw launch of more threads than this runs in slices of blocks, the first of about
+this many threads, so that Ctrl-C (and any Python signal handler) gets to run between
+them: numba holds the interpreter while it computes, so a signal's handler waits for the
+call to return."""
+SLICE_SECONDS = 0.1
+"""What a slice aims to take: each slice after the first is sized from the time the last
+one took (doubled below half of it, halved above twice)."""
 RAW_WORK_PER_THREAD = 64
 """A raw kernel's thread counts as this many elements against the threshold: it usually
 does more than one element's work (a grid-stride loop, a tree step), and starting the
@@ -118,7 +127,8 @@ class RawEntry:
     the record sits). Blocks run threaded (``k_parallel``, one contiguous range of blocks
     per numba thread) when there are several blocks, more than one numba thread, and at
     least ``GOMPUTE_CPU_PARALLEL_THRESHOLD / RAW_WORK_PER_THREAD`` threads in all (2048
-    by default); serially otherwise."""
+    by default); serially otherwise. A launch of more than :data:`SLICE_THREADS` threads
+    runs in slices of blocks, so Ctrl-C interrupts it between two slices."""
 
     def __init__(self, kernel: KernelIR, source: str, args: RawArgBuffer) -> None:
         self.kernel = kernel
@@ -144,7 +154,7 @@ class RawEntry:
             else:
                 arg_types.append(numba.typeof(np.dtype(t).type(0)))
         try:
-            self.module.k_serial.compile((*[nbt.int64] * 7, *arg_types))
+            self.module.k_serial.compile((*[nbt.int64] * 9, *arg_types))
         except Exception as exc:
             path = getattr(self.module, "__file__", "?")
             raise CompileFailed(f"numba could not compile raw kernel {self.kernel.name!r} "
@@ -157,9 +167,36 @@ class RawEntry:
             at = self._params_at
             values = (*values[:at], *(self.args.params or ()), *values[at:])
         blocks = grid[0] * grid[1] * grid[2]
+        per_block = block[0] * block[1] * block[2]
         threads = thread_count()
-        if blocks > 1 and threads > 1 and blocks * block[0] * block[1] * block[2] >= \
-                self.threshold:
-            self.module.k_parallel(*grid, *block, min(blocks, threads), *values)
-        else:
-            self.module.k_serial(*grid, *block, 1, *values)
+        threaded = blocks > 1 and threads > 1 and blocks * per_block >= self.threshold
+        if blocks * per_block <= SLICE_THREADS:
+            if threaded:
+                self.module.k_parallel(*grid, *block, 0, blocks, min(blocks, threads), *values)
+            else:
+                self.module.k_serial(*grid, *block, 0, blocks, 1, *values)
+            return
+        self._sliced(grid, block, blocks, max(1, SLICE_THREADS // per_block),
+                     threads if threaded else 0, values)
+
+    def _sliced(self, grid: tuple[int, int, int], block: tuple[int, int, int], blocks: int,
+                step: int, threads: int, values: tuple[Any, ...]) -> None:
+        """Run ``blocks`` blocks in slices, the first of ``step`` blocks, each later one
+        sized to take about ``SLICE_SECONDS`` (``threads``: 0 for the serial entry). A
+        pending signal's handler runs between two slices: Ctrl-C raises
+        ``KeyboardInterrupt`` there, the blocks before it done, none after."""
+        first = 0
+        while first < blocks:
+            last = min(blocks, first + step)
+            start = time.perf_counter()
+            if threads:
+                self.module.k_parallel(*grid, *block, first, last, min(last - first, threads),
+                                       *values)
+            else:
+                self.module.k_serial(*grid, *block, first, last, 1, *values)
+            took = time.perf_counter() - start
+            first = last
+            if took < SLICE_SECONDS / 2:
+                step *= 2
+            elif took > SLICE_SECONDS * 2 and step > 1:
+                step //= 2

@@ -11,9 +11,10 @@ The module a raw :class:`~gompute_core.ir.kernel.KernelIR` becomes defines:
   threads whose ``_act[_t]`` flag says their loop goes on, each running up to
   ``_ROUND`` more of a thread's iterations (its carried values in ``_ls_<name>[_t]``)
   and, when its loop ends, the statements after it;
-* ``k_serial(_GX, _GY, _GZ, _BX, _BY, _BZ, _chunks, A...)`` and ``k_parallel`` (the
-  same over ``prange``): the blocks in ``_chunks`` contiguous ranges (x fastest, the
-  block's index counted up without a division per block), each range allocating the
+* ``k_serial(_GX, _GY, _GZ, _BX, _BY, _BZ, _first, _last, _chunks, A...)`` and
+  ``k_parallel`` (the same over ``prange``): the blocks ``_first`` to ``_last - 1`` (in
+  launch order, x fastest; a launch may come in slices) in ``_chunks`` contiguous ranges
+  (the block's index counted up without a division per block), each range allocating the
   block's shared arrays and per-thread slots once and reusing them for its blocks
   (shared memory starts uninitialized on every device anyway).
 
@@ -391,14 +392,15 @@ class RawRenderer(FunctionRenderer):
         for name, opts, loop in (("k_serial", "_OPT", "range"),
                                  ("k_parallel", "_PAR", "prange")):
             out.append(
-                f"@njit(**{opts})\ndef {name}({geometry}, _chunks{', ' if args else ''}{args}):\n"
-                f"    _nb = _GX * _GY * _GZ\n    _nt = _BX * _BY * _BZ\n"
+                f"@njit(**{opts})\ndef {name}({geometry}, _first, _last, _chunks"
+                f"{', ' if args else ''}{args}):\n"
+                f"    _nb = _last - _first\n    _nt = _BX * _BY * _BZ\n"
                 f"    for _c in {loop}(_chunks):\n{allocs}"
-                f"        _lo = _c * _nb // _chunks\n"
+                f"        _lo = _first + _c * _nb // _chunks\n"
                 f"        _b0 = _lo % _GX\n"
                 f"        _b1 = (_lo // _GX) % _GY\n"
                 f"        _b2 = _lo // (_GX * _GY)\n"
-                f"        for _b in range(_lo, (_c + 1) * _nb // _chunks):\n"
+                f"        for _b in range(_lo, _first + (_c + 1) * _nb // _chunks):\n"
                 f"            k_block({call})\n"
                 f"            _b0 += 1\n"
                 f"            if _b0 == _GX:\n"
