@@ -186,20 +186,20 @@ def test_reduce_takes_the_callers_block_count_and_checks_partials() -> None:
 
 def test_gather_packs_bound_and_rejects_foreign_buffers() -> None:
     prog, hip, _, dev = _program("gather_i32_u64")
-    prog.launch(Buf(dev, 40, 0x10), Buf(dev, 80, 0x20), Buf(dev, 40, 0x30), 10, 10)
-    assert hip.launches[-1]["kernargs"][:40] == struct.pack("<5Q", 0x10, 0x20, 0x30, 10, 10)
+    prog.launch(Buf(dev, 40, 0x1000), Buf(dev, 80, 0x2000), Buf(dev, 40, 0x3000), 10, 10)
+    assert hip.launches[-1]["kernargs"][:40] == struct.pack("<5Q", 0x1000, 0x2000, 0x3000, 10, 10)
     with pytest.raises(TypeError):
-        prog.launch(Buf(dev, 40, 0x10), Buf(dev, 80, 0x20), 10, 10)
+        prog.launch(Buf(dev, 40, 0x1000), Buf(dev, 80, 0x2000), 10, 10)
     # HIP takes foreign arrays (DLPack): anything else is named with what it could be
     with pytest.raises(g.InvalidArgument, match="src: expected a NumPy array, a Gompute buffer"):
-        prog.launch(object(), Buf(dev, 80, 0x20), Buf(dev, 40, 0x30), 10, 10)
+        prog.launch(object(), Buf(dev, 80, 0x2000), Buf(dev, 40, 0x3000), 10, 10)
     other = RecordingDevice(RecordingHip())
     with pytest.raises(g.InvalidArgument, match="src is a buffer of"):
-        prog.launch(Buf(other, 40, 0x10), Buf(dev, 80, 0x20), Buf(dev, 40, 0x30), 10, 10)
-    freed = Buf(dev, 40, 0x30)
+        prog.launch(Buf(other, 40, 0x1000), Buf(dev, 80, 0x2000), Buf(dev, 40, 0x3000), 10, 10)
+    freed = Buf(dev, 40, 0x3000)
     freed.free()
     with pytest.raises(g.InvalidArgument, match="out is a buffer used after free"):
-        prog.launch(Buf(dev, 40, 0x10), Buf(dev, 80, 0x20), freed, 10, 10)
+        prog.launch(Buf(dev, 40, 0x1000), Buf(dev, 80, 0x2000), freed, 10, 10)
 
 
 def test_params_of_another_layout_are_refused() -> None:
