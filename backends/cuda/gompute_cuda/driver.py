@@ -65,10 +65,14 @@ def driver() -> CudaDriver:
             except OSError as exc:
                 _loaded.append(f"libcuda.so.1 not found (no NVIDIA driver): {exc}")
             else:
-                table = CudaDriver(lib)
-                code = lib.cuInit(0)
-                _loaded.append(table if code == 0 else
-                               f"cuInit failed: {table.error_name(code)} (CUresult {code})")
+                try:
+                    table = CudaDriver(lib)
+                except AttributeError as exc:  # a driver older than the calls we make
+                    _loaded.append(f"libcuda.so.1 is too old for gompute-cuda: {exc}")
+                else:
+                    code = lib.cuInit(0)
+                    _loaded.append(table if code == 0 else
+                                   f"cuInit failed: {table.error_name(code)} (CUresult {code})")
     if isinstance(_loaded[0], str):
         raise BackendUnavailable(_loaded[0])
     return _loaded[0]
