@@ -15,7 +15,7 @@ import ctypes
 import threading
 from typing import Any
 
-from gompute_core.backend.gpu import DeviceProps, GpuDriver, primitive
+from gompute_core.backend.gpu import DeviceProps, GpuDriver, primitive, query
 from gompute_core.errors import (
     AllocFailed,
     BackendUnavailable,
@@ -113,7 +113,7 @@ class CudaDriver(GpuDriver):
         """``fn(&out, *args)`` (``fn(*args)`` without ``out``): a handle comes back as the
         ``c_void_p`` itself (what the launch path passes), a number as its value."""
         value = out() if out is not None else None
-        code = getattr(self.lib, fn)(*((ctypes.byref(value),) if out is not None else ()), *args)
+        code = self.status(fn, *((ctypes.byref(value),) if out is not None else ()), *args)
         if code:
             self.fail(code, fn, cls)
         return value if out is ctypes.c_void_p else getattr(value, "value", None)
@@ -124,10 +124,9 @@ class CudaDriver(GpuDriver):
         found = self.lib.cuGetErrorString(code, ctypes.byref(text)) == 0 and text.value
         return text.value.decode() if found else "unknown error"  # type: ignore[union-attr]
 
-    def _status(self, code: int, fn: str, cls: type) -> bool:
-        if code not in (0, 600):  # CUDA_ERROR_NOT_READY: a query's "still running"
-            self.fail(code, fn, cls)
-        return code == 0
+    def status(self, fn: str, *args: Any) -> int:
+        """``fn(*args)``'s ``CUresult``."""
+        return getattr(self.lib, fn)(*args)
 
     device_count = primitive("cuDeviceGetCount", InitFailed, ctypes.c_int)
     _device = primitive("cuDeviceGet", ContextFailed, ctypes.c_int)
@@ -191,7 +190,7 @@ class CudaDriver(GpuDriver):
 
     def host_register(self, addr: int, nbytes: int) -> bool:
         """``cuMemHostRegister``."""
-        return self.lib.cuMemHostRegister_v2(addr, nbytes, 0) == 0
+        return self.status("cuMemHostRegister_v2", addr, nbytes, 0) == 0
 
     module_load = primitive("cuModuleLoadData", ModuleLoadFailed, ctypes.c_void_p)
     module_unload = primitive("cuModuleUnload", ModuleLoadFailed)
@@ -219,9 +218,7 @@ class CudaDriver(GpuDriver):
         """The ``CUstream`` as an int."""
         return stream.value or 0
 
-    def stream_query(self, stream: Any) -> bool:
-        """``cuStreamQuery``."""
-        return self._status(self.lib.cuStreamQuery(stream), "cuStreamQuery", SyncFailed)
+    stream_query = query("cuStreamQuery", SyncFailed)
 
     def event_create(self, timing: bool) -> ctypes.c_void_p:
         """``cuEventCreate`` (``CU_EVENT_DISABLE_TIMING`` without timing)."""
@@ -232,9 +229,7 @@ class CudaDriver(GpuDriver):
     event_synchronize = primitive("cuEventSynchronize", SyncFailed)
     event_elapsed_ms = primitive("cuEventElapsedTime", EventFailed, ctypes.c_float)
 
-    def event_query(self, event: Any) -> bool:
-        """``cuEventQuery``."""
-        return self._status(self.lib.cuEventQuery(event), "cuEventQuery", EventFailed)
+    event_query = query("cuEventQuery", EventFailed)
 
     def begin_capture(self, stream: Any, mode: str) -> None:
         """``cuStreamBeginCapture``."""

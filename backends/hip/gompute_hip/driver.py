@@ -13,7 +13,7 @@ import ctypes
 from typing import Any
 
 from gompute_core.backend import Availability
-from gompute_core.backend.gpu import DeviceProps, GpuDriver, primitive
+from gompute_core.backend.gpu import DeviceProps, GpuDriver, primitive, query
 from gompute_core.backend.gpu import probe as gpu_probe
 from gompute_core.errors import (
     AllocFailed,
@@ -32,7 +32,6 @@ from gompute_core.errors import (
 from . import libs
 
 _CAPTURE_MODES = {"global": "Global", "thread_local": "ThreadLocal", "relaxed": "Relaxed"}
-NOT_READY = 600  # hipErrorNotReady: a query's "still running"
 
 
 def code_of(result: Any) -> int:
@@ -78,11 +77,9 @@ class HipDriver(GpuDriver):
             self.fail(code, fn, cls)
         return result[1] if len(result) == 2 else (result[1:] or None)
 
-    def _status(self, cls: type, fn: str, handle: Any) -> bool:
-        code = code_of(getattr(self.hip, fn)(handle)[0])
-        if code not in (0, NOT_READY):
-            self.fail(code, fn, cls)
-        return code == 0
+    def status(self, fn: str, *args: Any) -> int:
+        """``hip.<fn>(*args)``'s ``hipError_t`` as an int."""
+        return code_of(getattr(self.hip, fn)(*args)[0])
 
     def launch(self, fn: Any, gx: int, gy: int, gz: int, bx: int, by: int, bz: int,
                shared_bytes: int, stream: Any, params: Any, extra: ctypes.c_void_p) -> int:
@@ -99,7 +96,7 @@ class HipDriver(GpuDriver):
 
     def device_count(self) -> int:
         """``hipInit`` (``NoDevice`` "no AMD GPU (hipInit: N)"), ``hipGetDeviceCount``."""
-        code = code_of(self.hip.hipInit(0)[0])
+        code = self.status("hipInit", 0)
         if code:
             raise NoDevice(f"no AMD GPU (hipInit: {code})")
         return int(self.invoke(NoDevice, "hipGetDeviceCount", None))
@@ -148,7 +145,7 @@ class HipDriver(GpuDriver):
 
     def host_register(self, addr: int, nbytes: int) -> bool:
         """``hipHostRegister``."""
-        return code_of(self.hip.hipHostRegister(addr, nbytes, 0)[0]) == 0
+        return self.status("hipHostRegister", addr, nbytes, 0) == 0
 
     module_load = primitive("hipModuleLoadData", ModuleLoadFailed)
     module_unload = primitive("hipModuleUnload", ModuleLoadFailed)
@@ -164,9 +161,7 @@ class HipDriver(GpuDriver):
     stream_synchronize = primitive("hipStreamSynchronize", SyncFailed)
     stream_wait_event = primitive("hipStreamWaitEvent", EventFailed, tail=(0,))
 
-    def stream_query(self, stream: Any) -> bool:
-        """``hipStreamQuery``."""
-        return self._status(SyncFailed, "hipStreamQuery", stream)
+    stream_query = query("hipStreamQuery", SyncFailed)
 
     def event_create(self, timing: bool) -> Any:
         """``hipEventCreateWithFlags`` (``hipEventDisableTiming`` without timing)."""
@@ -178,9 +173,7 @@ class HipDriver(GpuDriver):
     event_synchronize = primitive("hipEventSynchronize", SyncFailed)
     event_elapsed_ms = primitive("hipEventElapsedTime", EventFailed)
 
-    def event_query(self, event: Any) -> bool:
-        """``hipEventQuery``."""
-        return self._status(EventFailed, "hipEventQuery", event)
+    event_query = query("hipEventQuery", EventFailed)
 
     def begin_capture(self, stream: Any, mode: str) -> None:
         """``hipStreamBeginCapture``."""

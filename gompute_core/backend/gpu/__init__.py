@@ -11,10 +11,10 @@ its collection, or the device's ``close()``.
 """
 
 from .device import MAX_THREADS_PER_LAUNCH, GpuDevice, GpuLauncher, list_devices, probe
-from .driver import DeviceProps, GpuDriver, primitive
+from .driver import DeviceProps, GpuDriver, primitive, query
 from .memory import GpuBuffer
 from .objects import CAPTURE_MODES, GpuEvent, GpuGraph, GpuGraphExec, GpuStream, Lifetimes
 
 __all__ = ["CAPTURE_MODES", "MAX_THREADS_PER_LAUNCH", "DeviceProps", "GpuBuffer", "GpuDevice",
            "GpuDriver", "GpuEvent", "GpuGraph", "GpuGraphExec", "GpuLauncher", "GpuStream",
-           "Lifetimes", "list_devices", "primitive", "probe"]
+           "Lifetimes", "list_devices", "primitive", "probe", "query"]

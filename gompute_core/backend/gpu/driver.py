@@ -56,6 +56,21 @@ def primitive(fn: str, cls: type[GomputeError], out: Any = None,
     return method
 
 
+def query(fn: str, cls: type[GomputeError]) -> Callable[..., bool]:
+    """A driver-table method asking whether a stream's or event's work is done: True when
+    ``fn`` succeeds, False when it answers :attr:`GpuDriver.not_ready`, ``cls`` otherwise."""
+
+    def method(self: GpuDriver, handle: Any) -> bool:
+        code = self.status(fn, handle)
+        if code not in (0, self.not_ready):
+            self.fail(code, fn, cls)
+        return code == 0
+
+    method.__name__ = method.__qualname__ = fn
+    method.__doc__ = f"``{fn}``."
+    return method
+
+
 class GpuDriver(ABC):
     """One binding's primitives (about 25 groups: memory, host registration, modules,
     launch, streams, events, graphs, errors, context)."""
@@ -72,6 +87,8 @@ class GpuDriver(ABC):
     #: True when :meth:`make_current` must run before every call, not once per thread
     #: (CUDA: another library may replace the thread's current context at any time)
     recheck_current: ClassVar[bool] = False
+    #: a query's "still running" (CUDA_ERROR_NOT_READY and hipErrorNotReady: 600)
+    not_ready: ClassVar[int] = 600
     #: what a code is called in messages, before its number (``"CUresult "``)
     code_label: ClassVar[str] = ""
     #: ``launch(fn, gx, gy, gz, bx, by, bz, shared_bytes, stream, None, extra) -> code``:
@@ -83,6 +100,10 @@ class GpuDriver(ABC):
     def invoke(self, cls: type[GomputeError], fn: str, out: Any, *args: Any) -> Any:
         """Call binding function ``fn`` with ``args`` (after a pointer to a new ``out``
         where the binding answers through one); its answer; ``cls`` on failure."""
+
+    @abstractmethod
+    def status(self, fn: str, *args: Any) -> int:
+        """Call binding function ``fn`` with ``args``; its result code, unchecked."""
 
     @abstractmethod
     def error_name(self, code: int) -> str:
