@@ -178,16 +178,16 @@ class GpuDevice(Device):
         returned finalizer's call, ``owner``'s collection or :meth:`close`."""
         return self._lifetimes.track(owner, self._in_context(release), handle)
 
-    def _in_context(self, call: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    def _in_context(self, call: Callable[..., Any]) -> Callable[..., Any]:
         """``call`` run with this device current, from whatever thread (a collection may
         run it between another device's ``enter`` and its driver call: that device is
         made current again afterwards)."""
 
-        def run(arg: Any) -> Any:
+        def run(*args: Any) -> Any:
             previous = _current.device
             self.enter()
             try:
-                return call(arg)
+                return call(*args)
             finally:
                 if previous is not None and previous is not self and not previous.closed:
                     previous.make_current()
@@ -308,8 +308,7 @@ class GpuDevice(Device):
         return self._pinning.pin(host)
 
     def _register_host(self, addr: int, nbytes: int) -> bool:
-        return bool(self._in_context(lambda span: self.driver.host_register(*span))(
-            (addr, nbytes)))
+        return bool(self._in_context(self.driver.host_register)(addr, nbytes))
 
     def _unregister_host(self, addr: int) -> None:
         self._in_context(self.driver.host_unregister)(addr)
