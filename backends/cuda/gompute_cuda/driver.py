@@ -97,7 +97,6 @@ class CudaDriver(GpuDriver):
 
     name = "cuda"
     errors = {2: AllocFailed}  # CUDA_ERROR_OUT_OF_MEMORY
-    context_lost = frozenset({201, 400})  # CUDA_ERROR_INVALID_CONTEXT, _INVALID_HANDLE
     launch_markers = (1, 2, 0)  # CU_LAUNCH_PARAM_BUFFER_POINTER, _BUFFER_SIZE, _END
     recheck_current = True
     code_label = "CUresult "

@@ -6,9 +6,10 @@ arch load here). Context policy: each thread remembers which device it made curr
 last (:data:`_current`); a device makes itself current before a driver call when it is
 not that one, or before every call when the driver says another library may change
 the current context behind our back (``recheck_current``, CUDA). The launch path
-checks only the thread's memory, and a launch the driver refuses because the context
-is not current (``context_lost``) makes the device current again and launches once
-more.
+checks only the thread's memory; a launch the driver refuses (another library made
+its context current: CUDA answers ``CUDA_ERROR_INVALID_CONTEXT`` or ``_INVALID_HANDLE``)
+makes the device current again and launches once more, and only a second refusal is
+an error.
 """
 
 from __future__ import annotations

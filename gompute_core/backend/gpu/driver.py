@@ -79,9 +79,6 @@ class GpuDriver(ABC):
     name: ClassVar[str]
     #: codes whose meaning overrides the call's error type (out of memory -> AllocFailed)
     errors: ClassVar[dict[int, type[GomputeError]]] = {}
-    #: launch results meaning "our context is not current" (another library replaced it):
-    #: the launcher makes the device current again and launches once more
-    context_lost: ClassVar[frozenset[int]] = frozenset()
     #: ``(pointer, size, end)`` markers of the launch's ``extra`` argument array
     launch_markers: ClassVar[tuple[int, int, int]]
     #: True when :meth:`make_current` must run before every call, not once per thread
