@@ -245,7 +245,7 @@ def main() -> None:
     from gompute_cuda.compiler import CudaCompiler
     from gompute_cuda.nvrtc import load_nvrtc
 
-    from gompute_core.backend import compile_kernel
+    from gompute_core.compilation import compile_kernel
 
     load_nvrtc()
     with tempfile.TemporaryDirectory() as cache:
@@ -260,7 +260,7 @@ def main() -> None:
             f.write(
                 "import time\nimport gompute_core as g\n"
                 "from gompute_cuda.compiler import CudaCompiler\n"
-                "from gompute_core.backend import compile_kernel\n"
+                "from gompute_core.compilation import compile_kernel\n"
                 "@g.params\nclass Affine:\n    a: g.f32\n    b: g.f32\n"
                 "def affine(x, p: Affine):\n    return x * p.a + p.b\n"
                 f"kir = g.map({spec.name!r}, g.f32, Affine, affine).lower()\n"

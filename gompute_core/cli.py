@@ -134,7 +134,7 @@ def _import_file(path: Path) -> dict[str, object]:
 
 def cmd_build(args: argparse.Namespace, out: TextIO) -> int:
     """Compile every module-level spec of a file and write the artifacts."""
-    from .runtime.compile import compile, write_artifact
+    from .runtime.compile import compile, contracted, write_artifact
     from .specs import specs_in
 
     path = Path(args.kernels)
@@ -152,8 +152,10 @@ def cmd_build(args: argparse.Namespace, out: TextIO) -> int:
         return 1
     for spec in found:
         try:
-            artifact = compile(spec, args.backend, args.arch, tuple(args.option))
-            manifest = write_artifact(args.output, artifact, spec.lower())
+            options = tuple(args.option)
+            artifact = compile(spec, args.backend, args.arch, options, contract=args.contract)
+            manifest = write_artifact(args.output, artifact,
+                                      contracted(spec.lower(), args.contract, "build"), options)
         except GomputeError as exc:
             print(f"gompute build: {spec.name}: {type(exc).__name__}: {exc}", file=sys.stderr)
             return 1
@@ -235,6 +237,9 @@ def build_parser() -> argparse.ArgumentParser:
     build.add_argument("-o", "--output", required=True, help="output directory")
     build.add_argument("--option", action="append", default=[],
                        help="extra compiler option (repeatable)")
+    build.add_argument("--contract", action="store_true",
+                       help="allow floating-point contraction (fused multiply-add): results "
+                            "may differ between backends")
     bench = sub.add_parser("bench", help="run the repository's benchmark script")
     bench.add_argument("target", nargs="?", default="cpu",
                        help="the script bench/TARGET.py of a checkout (cpu, cuda, "

@@ -23,6 +23,8 @@ bash examples/gompute-opencl/install-pocl.sh
 "$py" -m pip install -q pyopencl pocl-binary-distribution ./examples/gompute-opencl
 # The venv may sit inside the tree (the default does): lint only the project's files.
 "$venv/bin/ruff" check --extend-exclude "$venv" .
+# The core's layers (pyproject.toml [tool.importlinter], docs/architecture.md).
+"$venv/bin/lint-imports"
 "$venv/bin/gompute" info
 status=0
 # pytest's exit 5 (nothing selected, e.g. `-k` naming only OpenCL tests) is not a failure

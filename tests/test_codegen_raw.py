@@ -13,8 +13,9 @@ import re
 import pytest
 from raw_examples import EXAMPLES
 
-from gompute_core.backend import compile_kernel, raw_arg_layout
+from gompute_core.backend import raw_arg_layout
 from gompute_core.codegen import CRenderer
+from gompute_core.compilation import compile_kernel
 from gompute_core.errors import BackendUnavailable
 from gompute_core.ir.kernel import RAW, KernelIR
 

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from gompute_core.compilation import diskcache
+from gompute_core.compilation.diskcache import CompileCache, DiskCache, cache_root
 from gompute_core.errors import CacheUnsafe, GomputeWarning
 from gompute_core.plugins.records import Artifact
-from gompute_core.runtime import diskcache
-from gompute_core.runtime.diskcache import CompileCache, DiskCache, cache_root
 
 ART = Artifact(backend="cuda", image=b"\x7fELF" + bytes(range(256)) * 4, format="cubin",
                entry="k", target="sm_90", source="extern \"C\" __global__ void k() {}\n",

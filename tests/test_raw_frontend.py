@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import gompute_core as g
-from gompute_core.backend.args import RawArgBuffer, raw_arg_layout
+from gompute_core.backend import RawArgBuffer, raw_arg_layout
 from gompute_core.errors import InvalidArgument, KernelSyntaxError
 from gompute_core.ir import nodes as ir
 from gompute_core.ir.uniformity import varying_names

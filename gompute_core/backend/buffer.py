@@ -32,8 +32,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import InvalidArgument
-from ..interop import Exports, TypedView, buffer_shape
-from ..runtime.transfer import byte_count, device_span, host_span
+from .exports import Exports, TypedView, buffer_shape
+from .transfer import byte_count, device_span, host_span
 
 if TYPE_CHECKING:
     from .device import Device, Stream
@@ -236,6 +236,10 @@ class Buffer(Exports, ABC):
         if self.owned:
             self._release()
         self.keep = None
+
+    def close(self) -> None:
+        """The SDK's common name for :meth:`free` (every device object has ``close``)."""
+        self.free()
 
     def __repr__(self) -> str:
         state = "freed" if self._freed else f"at {self.addr:#x}"

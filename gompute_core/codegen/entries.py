@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from ..backend.args import has_params
+from ..abi.entry_args import has_params
 from ..ir import nodes as ir
 from ..ir.kernel import KernelIR
 from ..types import is_signed
@@ -26,9 +26,12 @@ from .ctypes_ import mem_type, reg_type, size_of, struct_cname
 if TYPE_CHECKING:
     from .renderer import CRenderer
 
-UNROLL = 4
 """Vectors each thread loads before computing (memory-level parallelism)."""
 
+
+UNROLL = 4
+"""Vectors each thread of an elementwise or reduce entry loads before computing (memory-level
+parallelism); the kinds' grid rule counts with it."""
 
 def _field_decl(t: ir.IRType, name: str) -> str:
     if isinstance(t, ir.ArrayType):

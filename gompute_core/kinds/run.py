@@ -49,15 +49,6 @@ CHUNK_ALIGN = 4096
 alignment the vectorized entries use."""
 
 
-ACCESS: dict[str, tuple[tuple[str, str], ...]] = {
-    "map": (("T", "inout"),), "map_indexed": (("T", "inout"),),
-    "map_to": (("In", "in"), ("Out", "out")),
-    "zip": (("A", "in"), ("B", "in"), ("Out", "out")),
-}
-"""Each elementwise kind's arrays in entry order: the value type's role and whether the
-kernel reads it (``in``), writes it (``out``) or both."""
-
-
 def chunk_elements(count: int, itemsize: int) -> int:
     """Elements per chunk: about a quarter of the data, within 1-8 MiB."""
     nbytes = min(max(count * itemsize // 4, CHUNK_MIN_BYTES), CHUNK_MAX_BYTES)
@@ -161,7 +152,7 @@ class Runner:
     # ---- elementwise kinds -----------------------------------------------------------------
     def elementwise(self, arrays: tuple[np.ndarray, ...], n: int, p: Any) -> None:
         """Run an elementwise kind on ``arrays`` (the entry's arrays in order, each holding
-        ``n`` elements; see :data:`ACCESS` for which are read and written)."""
+        ``n`` elements; the kind's ``arrays`` say which are read and written)."""
         prog = self.program
         if self.host:
             prog.enqueue(prog.stream, prog.grid(n), (*arrays, n), p)
@@ -169,14 +160,14 @@ class Runner:
         if self._on_device(arrays):
             self._in_place(arrays, prog.grid(n), (*(a.addr for a in arrays), n), p)
             return
-        described = [(a, role, way) for a, (role, way) in zip(arrays, ACCESS[prog.kind],
+        described = [(a, role, way) for a, (role, way) in zip(arrays, prog.kind.arrays,
                                                               strict=True)]
         scratch = self._acquire()
         try:
             bufs = [scratch.buffer(f"{role}:{i}", n * self._size[role])
                     for i, (_, role, _) in enumerate(described)]
             widest = max(self._size[role] for _, role, _ in described)
-            if (n * widest >= PIPELINE_MIN_BYTES and prog.kind != "map_indexed"
+            if (n * widest >= PIPELINE_MIN_BYTES and prog.kind.pipelines
                     and self._pinned(*arrays)):
                 self._pipeline(scratch, described, bufs, n, p, chunk_elements(n, widest))
             else:
@@ -317,8 +308,7 @@ class Runner:
             obuf = scratch.buffer("out", out.nbytes)
             s0 = prog.stream
             self._upload(scratch, sbuf, src, s0)
-            gather = prog.kind == "gather"
-            if (gather and n * max(t, isz) >= PIPELINE_MIN_BYTES
+            if (prog.kind.pipelines and n * max(t, isz) >= PIPELINE_MIN_BYTES
                     and self._pinned(idx, out)):
                 s0.synchronize()  # src is complete before any chunk reads it
                 chunk = chunk_elements(n, max(t, isz))

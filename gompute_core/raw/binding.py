@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from ..backend.args import RawArgBuffer
+from ..abi.entry_args import RawArgBuffer
 from ..types import is_int
 
 

@@ -21,18 +21,35 @@ import numpy as np
 
 from ..abi import pack
 from ..abi.codecs import float_in_range, int_in_range
-from ..backend.args import RawArgBuffer, raw_arg_layout
+from ..abi.entry_args import RawArgBuffer, raw_arg_layout
 from ..backend.buffer import Buffer
+from ..compilation import compile_artifact
 from ..errors import InvalidArgument, KernelNotFound, Unsupported
 from ..interop import as_buffer
-from ..ir.kernel import RAW, KernelIR
+from ..ir.checked import instrument
+from ..ir.kernel import KernelIR
 from ..ir.nodes import Atomic, IRType, PointerType, SharedType, Store, StructType
+from ..kinds.support import runs_raw, supported_kinds
 from ..plugins import manager
 from ..plugins.records import Artifact, CompileRequest
-from ..runtime.compile import find_prebuilt, find_prebuilt_raw
+from ..runtime.compile import (
+    check_contract,
+    compile_options,
+    contracted,
+    find_prebuilt,
+    find_prebuilt_raw,
+)
 from ..runtime.dim3 import Dim3
 from ..types import as_scalar_type, is_float, is_int, short_name
 from .binding import PackedBinder
+from .bounds import Bound
+from .checked import (
+    FaultRecord,
+    checked_arguments,
+    checked_slots,
+    checked_unavailable,
+    want_checked,
+)
 from .kernel import RawKernelDef, block_shape, define_source
 
 __all__ = ["RawKernel", "raw_kernel_by_name", "resolve"]
@@ -118,33 +135,50 @@ class RawKernel:
     ``$GOMPUTE_ARTIFACT_DIR``). ``launch(grid, block, args, shared_bytes=0,
     stream=None)`` enqueues one launch; ``synchronize()`` waits for it. Threads may share
     a handle: a lock makes storing the arguments and launching one step.
+    ``checked=True`` (default: ``$GOMPUTE_CHECKED``) loads the kernel in checked mode
+    (:mod:`gompute_core.raw.checked`): ``synchronize()`` then raises ``OutOfBounds`` or
+    ``DataRace`` for the first fault since the last one. ``options`` (extra compiler
+    options) and ``contract`` (allow fused multiply-add: results may then differ between
+    backends) are as for :class:`~gompute_core.runtime.kernel.Kernel`.
     """
 
     def __init__(self, kernel: Any, backend: str, device: int = 0, *,
-                 artifact_dir: str | None = None) -> None:
+                 artifact_dir: str | None = None, options: Sequence[str] = (),
+                 contract: bool = False, checked: bool | None = None) -> None:
         if not isinstance(backend, str):
             raise InvalidArgument(f"backend: expected a backend name, got {backend!r}")
+        where = f"RawKernel({getattr(kernel, 'name', kernel)!r})"
+        opts = compile_options(options, where)
+        check_contract(contract, where)
         info = manager.require(backend).info
-        if RAW not in info.kinds:
+        if not runs_raw(info):
             raise Unsupported(f"backend {backend!r} does not run raw kernels (its kinds: "
-                              f"{', '.join(info.kinds)})")
+                              f"{', '.join(supported_kinds(info))})")
         definition = resolve(kernel)
         dev = manager.open_device(backend, device)
+        instrumented = None
         if isinstance(definition, str):
-            found = find_prebuilt_raw(definition, backend, dev.arch, artifact_dir)
+            found = find_prebuilt_raw(definition, backend, dev.arch, artifact_dir, opts,
+                                      contract)
             if found is None:
                 raise _not_found(definition, backend)
             artifact, kir, signature = found
-            bounds: tuple[tuple[str, str], ...] = ()
+            checked_unavailable(definition, "a prebuilt artifact", checked)
+            bounds: tuple[Bound, ...] = ()
             params_class = None
         else:
             if definition.source_backends and backend not in definition.source_backends:
                 raise Unsupported(f"raw kernel {definition.name!r} is C source for "
                                   f"{', '.join(definition.source_backends)}, not {backend!r}")
-            kir = definition.lower()
+            kir = contracted(definition.lower(), contract, where)
             signature, bounds = definition.signature, definition.bounds
             params_class = definition.params_class
-            artifact = self._artifact(definition, kir, backend, dev.arch, artifact_dir)
+            if definition.source is not None:
+                checked_unavailable(definition.name, "C source", checked)
+            elif want_checked(checked):
+                instrumented = instrument(kir, serial=dev.has("serial_threads"))
+                kir = instrumented.kernel
+            artifact = self._artifact(definition, kir, backend, dev.arch, artifact_dir, opts)
         f64_atomics, self._written = _memory_use(kir)
         if f64_atomics and not dev.has("f64_atomics"):
             raise Unsupported(f"raw kernel {kir.name!r} uses f64 atomics; {backend} device "
@@ -152,12 +186,16 @@ class RawKernel:
         self.name, self.backend, self.ordinal = kir.name, backend, device
         self.device, self.kernel_ir, self.artifact = dev, kir, artifact
         self.signature: tuple[tuple[str, IRType], ...] = signature
+        self.checked = instrumented is not None
+        slots = signature if instrumented is None else checked_slots(instrumented)
+        self._slots = slots
+        """The entry's arguments: the signature's, then checked mode's (extents, record)."""
         self.block: tuple[int, int, int] | None = kir.block
         self._params_class = params_class
         self._static_shared = _static_shared_bytes(kir)
-        self.args = RawArgBuffer(raw_arg_layout(signature))
-        self._convert = [self._converter(k, name, t) for k, (name, t) in enumerate(signature)]
-        self._bounds = [(self._index(p), self._index(n), p, n) for p, n in bounds]
+        self.args = RawArgBuffer(raw_arg_layout(slots))
+        self._convert = [self._converter(k, name, t) for k, (name, t) in enumerate(slots)]
+        self._bounds = [(self._index(b.ptr), b) for b in bounds]
         self._geometry: dict[tuple[Any, ...], tuple[Any, Any, int]] = {}
         """Launch shapes already checked, keyed by value and type (``True == 1`` and
         ``1.0 == 1`` must not pass as a checked 1): -> (grid, block, shared bytes)."""
@@ -170,22 +208,27 @@ class RawKernel:
             kinds = ["params" if isinstance(t, StructType) else
                      ("written" if name in self._written else "pointer")
                      if isinstance(t, PointerType) else "scalar"
-                     for name, t in signature]
+                     for name, t in slots]
             types = [np.dtype(t.elem) if isinstance(t, PointerType) else t
-                     for _, t in signature]
+                     for _, t in slots]
             self._bind = PackedBinder(kinds, self._convert, types, dev, self.args,
                                       self._check_bounds if self._bounds else None).bind
         elif params_class is not None:
             self._params_of = dev.params_converter(kir)
         self._launcher = dev._load_raw(artifact, kir, self.args)
+        self._faults: FaultRecord | None = None
+        if instrumented is not None:
+            self._faults = FaultRecord(self.name, dev, instrumented.sites)
+            self.launch = self._launch_checked  # type: ignore[method-assign]
 
     @staticmethod
     def _artifact(definition: RawKernelDef, kir: KernelIR, backend: str, arch: str,
-                  artifact_dir: str | None) -> Artifact:
-        artifact = find_prebuilt(kir, backend, arch, artifact_dir)
+                  artifact_dir: str | None, options: tuple[str, ...]) -> Artifact:
+        artifact = find_prebuilt(kir, backend, arch, artifact_dir, options)
         if artifact is None:
-            artifact = manager.compile_artifact(CompileRequest(
-                backend=backend, kernel=kir, arch=arch, source=definition.source))
+            artifact = compile_artifact(CompileRequest(
+                backend=backend, kernel=kir, arch=arch, options=options,
+                source=definition.source))
         return artifact
 
     @classmethod
@@ -253,13 +296,13 @@ class RawKernel:
                                   f"on {self.backend} device {self.ordinal}: {exc}") from None
 
     def _check_bounds(self, values: list[Any]) -> None:
-        for ptr_k, len_k, ptr, length in self._bounds:
+        for ptr_k, bound in self._bounds:
             buf = values[ptr_k]
             count = buf.nbytes // buf.dtype.itemsize
-            need = int(values[len_k])
+            need = bound.need(values)
             if need > count:
-                raise InvalidArgument(f"{self.name}: {ptr!r} holds {count} elements but "
-                                      f"{length}={need} (declared as its bound)")
+                raise InvalidArgument(f"{self.name}: {bound.ptr!r} holds {count} elements but "
+                                      f"{bound.text}={need} (declared as its bound)")
 
     # ------------------------------------------------------------------- public surface
     def alloc(self, count: int, dtype: Any) -> Any:
@@ -345,7 +388,7 @@ class RawKernel:
             self._check_bounds(values)
         a = self.args
         host, params = [], None
-        for v, (_, t) in zip(values, self.signature, strict=True):
+        for v, (_, t) in zip(values, self._slots, strict=True):
             if isinstance(t, StructType):
                 params = self._params_of(v)
             elif isinstance(t, PointerType):
@@ -355,9 +398,21 @@ class RawKernel:
         a.values = tuple(host)
         a.params = params
 
+    def _launch_checked(self, grid: Any, block: Any, args: Sequence[Any],
+                        shared_bytes: int = 0, stream: Any = None) -> None:
+        """:meth:`launch` in checked mode: the user's arguments, then each pointer's element
+        count and the fault record."""
+        assert self._faults is not None
+        RawKernel.launch(self, grid, block, checked_arguments(self, args, self._faults),
+                         shared_bytes, stream)
+
     def synchronize(self) -> None:
-        """Wait for all work on the device; a device fault raises ``SyncFailed``."""
+        """Wait for all work on the device; a device fault raises ``SyncFailed``, and in
+        checked mode the first fault of the kernel since the last synchronization raises
+        ``OutOfBounds`` or ``DataRace``."""
         self.device.synchronize()
+        if self._faults is not None:
+            self._faults.raise_if_set()
 
     @property
     def source(self) -> str:

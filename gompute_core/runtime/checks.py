@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import InvalidArgument
+from ..kinds.base import count
 from ..kinds.foreign import run_array, spans_overlap
 
 if TYPE_CHECKING:
@@ -154,11 +155,4 @@ def params(p: Any, P: type | None, spec_name: str) -> None:
                               f"got {got}")
 
 
-def count(n: Any, role: str = "count") -> int:
-    """A non-negative element count."""
-    if isinstance(n, bool) or not hasattr(n, "__index__"):
-        raise InvalidArgument(f"{role}: expected a non-negative int, got {n!r}")
-    value = n.__index__()
-    if value < 0:
-        raise InvalidArgument(f"{role}: expected a non-negative int, got {value}")
-    return value
+__all__ = ["array", "shape", "same_shape", "disjoint", "no_partial_overlap", "params", "count"]

@@ -374,6 +374,11 @@ class MathFn(enum.IntEnum):
     ISNAN = 26
     ISINF = 27
     ISFINITE = 28
+    FMA_ERROR = 29
+    FMA_SQUARE = 30
+    ERFC = 31
+    ERFINV = 32
+    ERFCINV = 33
 
 
 @g.params
@@ -438,6 +443,16 @@ def math_fns(a, b, p):
         return g.math.log1p(a)
     if f == MathFn.ERF:
         return g.math.erf(a)
+    if f == MathFn.ERFC:
+        return g.math.erfc(a)
+    if f == MathFn.ERFINV:
+        return g.math.erfinv(a)
+    if f == MathFn.ERFCINV:
+        return g.math.erfcinv(a)
+    if f == MathFn.FMA_ERROR:  # the rounding error of a * b: a * b - a * b is 0
+        return g.math.fma(a, b, -(a * b))
+    if f == MathFn.FMA_SQUARE:
+        return g.math.fma(a, a, b)
     if f == MathFn.ISNAN:
         return 1.0 if g.math.isnan(a) else 0.0
     if f == MathFn.ISINF:

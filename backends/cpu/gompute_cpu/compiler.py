@@ -3,7 +3,7 @@
 :func:`load_module` executes the rendered text it is given (never a file
 read back, never a ``.pyc``), once per process. When the cache location is
 usable (``<cache>/cpu`` private to the user: see
-:mod:`gompute_core.runtime.diskcache`) it also writes the text to
+:func:`gompute_core.backend.private_cache_dir`) it also writes the text to
 ``<cache>/cpu/k<sha256 of source>.py`` (for tracebacks and readers; the name
 is the hash of the text, so a renderer change never meets a stale entry),
 checks the numba cache files already there for that module, and gives each of
@@ -44,13 +44,13 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from gompute_core.errors import CompileFailed
-from gompute_core.runtime.diskcache import (
+from gompute_core.backend import (
     cache_root,
     private_cache_dir,
     warn_once,
     write_atomically,
 )
+from gompute_core.errors import CompileFailed
 
 from . import numba_cache, numba_passes
 

@@ -15,7 +15,9 @@ the source:
 with ``error_model="numpy", boundscheck=False`` and no fast-math,
 except ``fastmath={"reassoc"}`` on the combine and the fold loop of a reduce
 preset (``kir.reassociate``): that lets LLVM vectorize the sum; a custom
-``combine`` is never reassociated. Outside presets the kernel's functions
+``combine`` is never reassociated; a kernel that opts in to contraction
+(``kir.contract``) adds ``"contract"`` to every function's flags, so LLVM may fuse
+``a * b + c`` where the CPU has an FMA instruction. Outside presets the kernel's functions
 and the fold loop are ``inline="always"`` (``_FN``): numba inlines them into
 the entry points instead of compiling each as a function of its own, which
 costs a compiled spec less than half the memory numba never gives back (the
@@ -35,7 +37,7 @@ from gompute_core.types import ScalarType, is_float, is_signed
 
 from .helpers import helper_source
 from .params import is_aggregate, leaves
-from .render import FunctionRenderer, const, tname
+from .render import FunctionRenderer, call, const, define, tname
 
 RENDERER_VERSION = 3
 """Bumped whenever the rendered code changes meaning (it is part of the source, hence the cache)."""
@@ -48,8 +50,8 @@ import math
 import numpy as np
 from numba import njit, prange
 
-_OPT = dict(error_model="numpy", boundscheck=False)
-_REASSOC = dict(_OPT, fastmath={{{{"reassoc"}}}})
+_OPT = dict(error_model="numpy", boundscheck=False{{contract}})
+_REASSOC = dict(_OPT, fastmath={{{{{{reassoc}}}}}})
 _PAR = dict(_OPT, parallel=True)
 _FN = dict(_OPT, inline="always")
 """
@@ -66,7 +68,7 @@ def _call(fn: Function, values: list[str], pleaves: list[str]) -> str:
     it = iter(values)
     for _, t in fn.args:
         args.extend(pleaves if is_aggregate(t) else [next(it)])
-    return f"f_{fn.name}({', '.join(args)})"
+    return call(f"f_{fn.name}", args)
 
 
 def _map_loops(kir: KernelIR, P: list[str]) -> str:
@@ -108,13 +110,14 @@ def _reduce_loops(kir: KernelIR, P: list[str]) -> str:
     ident = const(kir.identity.value if kir.identity is not None else 0, T)
     fold_opts = "_REASSOC" if kir.reassociate else "_FN"
     tail = "".join(f", {q}" for q in P)
-    chunk = "data[b * n // blocks:(b + 1) * n // blocks]"
+    head = "\n".join(define("k_fold", ["x", *P]))
+    chunk = call("k_fold", ["data[b * n // blocks:(b + 1) * n // blocks]", *P])
     # k_fold takes a slice and counts from 0: with a variable start, numba's negative-index
     # wraparound keeps LLVM from proving the index non-negative, and the loop stays scalar
     if _lanes_help(kir):
         blk = "blk[j]" if kir.pre is None else _call(kir.function(kir.pre), ["blk[j]"], P)
         fold = (
-            f"@njit(**{fold_opts})\ndef k_fold(x{tail}):\n"
+            f"@njit(**{fold_opts})\n{head}\n"
             f"    n = x.shape[0]\n    m = n - n % {_LANES}\n"
             f"    lanes = np.full({_LANES}, {ident})\n"
             f"    for i in range(0, m, {_LANES}):\n        blk = x[i:i + {_LANES}]\n"
@@ -126,20 +129,20 @@ def _reduce_loops(kir: KernelIR, P: list[str]) -> str:
             f"    return acc\n\n\n")
     else:
         fold = (
-            f"@njit(**{fold_opts})\ndef k_fold(x{tail}):\n    acc = {ident}\n"
+            f"@njit(**{fold_opts})\n{head}\n    acc = {ident}\n"
             f"    for i in range(x.shape[0]):\n        acc = {_call(comb, ['acc', x], P)}\n"
             f"    return acc\n\n\n")
     return (
         fold +
         f"@njit(**_OPT)\ndef k_serial(data, n{tail}):\n"
-        f"    return k_fold(data[:n]{tail})\n\n\n"
+        f"    return {call('k_fold', ['data[:n]', *P])}\n\n\n"
         f"@njit(**_OPT)\ndef k_blocks(data, n, partials, blocks{tail}):\n"
-        f"    for b in range(blocks):\n        partials[b] = k_fold({chunk}{tail})\n\n\n"
+        f"    for b in range(blocks):\n        partials[b] = {chunk}\n\n\n"
         f"@njit(**_PAR)\ndef k_blocks_parallel(data, n, partials, blocks{tail}):\n"
-        f"    for b in prange(blocks):\n        partials[b] = k_fold({chunk}{tail})\n\n\n"
+        f"    for b in prange(blocks):\n        partials[b] = {chunk}\n\n\n"
         f"@njit(**_PAR)\ndef k_parallel(data, n, blocks{tail}):\n"
         f"    partials = np.empty(blocks, {tname(T)})\n"
-        f"    for b in prange(blocks):\n        partials[b] = k_fold({chunk}{tail})\n"
+        f"    for b in prange(blocks):\n        partials[b] = {chunk}\n"
         f"    acc = {ident}\n"
         f"    for b in range(blocks):\n        acc = {_call(comb, ['acc', 'partials[b]'], P)}\n"
         f"    return acc\n")
@@ -189,6 +192,9 @@ def assemble(kir: KernelIR, helpers: set[tuple[str, ScalarType]], parts: list[st
     """The module's text: the header, the ``helpers`` the renderers asked for, ``parts``."""
     helper_defs = [helper_source(op, t) for op, t in sorted(helpers, key=lambda h: (
         h[0], np.dtype(h[1]).str))]
-    texts = [_HEADER.format(name=kir.name, kind=kir.kind, digest=kir.digest()),
+    contract = ', fastmath={"contract"}' if kir.contract else ""
+    reassoc = '"reassoc", "contract"' if kir.contract else '"reassoc"'
+    texts = [_HEADER.format(name=kir.name, kind=kir.kind, digest=kir.digest(),
+                            contract=contract, reassoc=reassoc),
              *helper_defs, *parts]
     return "\n\n".join(p.rstrip("\n") + "\n" for p in texts)

@@ -9,7 +9,7 @@ file handling (which also follow ``NUMBA_CACHE_DIR`` out of the private
 cache directory); it gives each of its functions a :class:`VerifiedFunctionCache`:
 
 * the files live in ``<cache>/cpu/__pycache__`` (private, checked by
-  :func:`gompute_core.runtime.diskcache.private_cache_dir`);
+  :func:`gompute_core.backend.private_cache_dir`);
 * every file is written by us (temporary file + ``os.replace``, mode 0600)
   and its sha256 recorded in the module's manifest ``<stem>.manifest``
   (JSON, written the same way);
@@ -48,12 +48,7 @@ from typing import Any
 from numba.core.caching import CompileResultCacheImpl, FunctionCache, IndexDataCacheFile
 from numba.core.dispatcher import Dispatcher
 
-from gompute_core.runtime.diskcache import (
-    clear_squatter,
-    warn_dropped,
-    warn_once,
-    write_atomically,
-)
+from gompute_core.backend import clear_squatter, warn_dropped, warn_once, write_atomically
 
 MANIFEST_FORMAT = 1
 _SUFFIXES = (".nbi", ".nbc")

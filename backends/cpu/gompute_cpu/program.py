@@ -124,17 +124,21 @@ class CpuEntry:
 class RawEntry:
     """A loaded raw kernel (:mod:`.raw`): calling it launches ``grid`` blocks of ``block``
     threads with ``args``'s values (signature order; the params leaves spliced in where
-    the record sits). Blocks run threaded (``k_parallel``, one contiguous range of blocks
-    per numba thread) when there are several blocks, more than one numba thread, and at
-    least ``GOMPUTE_CPU_PARALLEL_THRESHOLD / RAW_WORK_PER_THREAD`` threads in all (2048
-    by default); serially otherwise. A launch of more than :data:`SLICE_THREADS` threads
-    runs in slices of blocks, so Ctrl-C interrupts it between two slices."""
+    the record sits). A launch of at least ``GOMPUTE_CPU_PARALLEL_THRESHOLD /
+    RAW_WORK_PER_THREAD`` threads in all (2048 by default) runs threaded: as one flat
+    parallel loop over the threads (``k_flat``) when the kernel's threads never meet and
+    the launch is 1-D, else with blocks in parallel (``k_parallel``, one contiguous range
+    of blocks per numba thread) when there are several blocks and more than one numba
+    thread. Others run serially. A launch of more than :data:`SLICE_THREADS` threads runs
+    in slices (of threads for ``k_flat``, of blocks otherwise), so Ctrl-C interrupts it
+    between two slices."""
 
     def __init__(self, kernel: KernelIR, source: str, args: RawArgBuffer) -> None:
         self.kernel = kernel
         self.module = load_module(source, owner=self)
         self.args = args
         self.threshold = parallel_threshold() // RAW_WORK_PER_THREAD
+        self._flat = getattr(self.module, "k_flat", None)
         fn = kernel.functions[-1]
         self._params_at = -1
         """Where the params leaves go among the values (-1: the kernel takes no params)."""
@@ -168,32 +172,44 @@ class RawEntry:
             values = (*values[:at], *(self.args.params or ()), *values[at:])
         blocks = grid[0] * grid[1] * grid[2]
         per_block = block[0] * block[1] * block[2]
-        threads = thread_count()
-        threaded = blocks > 1 and threads > 1 and blocks * per_block >= self.threshold
-        if blocks * per_block <= SLICE_THREADS:
-            if threaded:
-                self.module.k_parallel(*grid, *block, 0, blocks, min(blocks, threads), *values)
+        total = blocks * per_block
+        module = self.module
+        if total <= SLICE_THREADS:
+            if total < self.threshold:
+                module.k_serial(*grid, *block, 0, blocks, 1, *values)
+            elif self._flat is not None and grid[1] == grid[2] == block[1] == block[2] == 1:
+                self._flat(*grid, *block, 0, total, *values)
+            elif blocks > 1 and (threads := thread_count()) > 1:
+                module.k_parallel(*grid, *block, 0, blocks, min(blocks, threads), *values)
             else:
-                self.module.k_serial(*grid, *block, 0, blocks, 1, *values)
+                module.k_serial(*grid, *block, 0, blocks, 1, *values)
             return
-        self._sliced(grid, block, blocks, max(1, SLICE_THREADS // per_block),
-                     threads if threaded else 0, values)
+        if self._flat is not None and grid[1] == grid[2] == block[1] == block[2] == 1:
+            def run(first: int, last: int) -> None:
+                self._flat(*grid, *block, first, last, *values)
+            self._sliced(run, total, SLICE_THREADS)
+            return
+        threads = thread_count() if blocks > 1 else 1
+        if threads > 1:
+            def run(first: int, last: int) -> None:
+                module.k_parallel(*grid, *block, first, last, min(last - first, threads),
+                                  *values)
+        else:
+            def run(first: int, last: int) -> None:
+                module.k_serial(*grid, *block, first, last, 1, *values)
+        self._sliced(run, blocks, max(1, SLICE_THREADS // per_block))
 
-    def _sliced(self, grid: tuple[int, int, int], block: tuple[int, int, int], blocks: int,
-                step: int, threads: int, values: tuple[Any, ...]) -> None:
-        """Run ``blocks`` blocks in slices, the first of ``step`` blocks, each later one
-        sized to take about ``SLICE_SECONDS`` (``threads``: 0 for the serial entry). A
-        pending signal's handler runs between two slices: Ctrl-C raises
-        ``KeyboardInterrupt`` there, the blocks before it done, none after."""
+    @staticmethod
+    def _sliced(run: Any, units: int, step: int) -> None:
+        """Run ``units`` (threads of ``k_flat`` or blocks) through ``run(first, last)`` in
+        slices, the first of ``step``, each later one sized to take about
+        ``SLICE_SECONDS``. A pending signal's handler runs between two slices: Ctrl-C raises
+        ``KeyboardInterrupt`` there, the units before it done, none after."""
         first = 0
-        while first < blocks:
-            last = min(blocks, first + step)
+        while first < units:
+            last = min(units, first + step)
             start = time.perf_counter()
-            if threads:
-                self.module.k_parallel(*grid, *block, first, last, min(last - first, threads),
-                                       *values)
-            else:
-                self.module.k_serial(*grid, *block, first, last, 1, *values)
+            run(first, last)
             took = time.perf_counter() - start
             first = last
             if took < SLICE_SECONDS / 2:

@@ -10,16 +10,24 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from gompute_core.backend import Built, Compiler
+from gompute_core.backend import Built, Compiler, cache_root
 from gompute_core.errors import BackendUnavailable, CompileFailed
 from gompute_core.ir.kernel import KernelIR
-from gompute_core.runtime.diskcache import cache_root
 
 from .nvrtc import identify, load_nvrtc, parse_arch
 from .renderer import CUDARenderer
 
 DEFAULT_OPTIONS: tuple[str, ...] = ("--fmad=false", "--diag-suppress=177")
 """``--fmad=false``: no fused multiply-add, so results match the CPU bit for bit."""
+
+CONTRACT_OPTIONS: tuple[str, ...] = ("--fmad=true", "--diag-suppress=177")
+"""The options of a kernel that opts in to contraction (``KernelIR.contract``): NVRTC may
+fuse ``a * b + c`` into one ``fma``."""
+
+
+def base_options(kernel: KernelIR) -> tuple[str, ...]:
+    """The options every compilation of ``kernel`` starts with (the user's follow)."""
+    return CONTRACT_OPTIONS if kernel.contract else DEFAULT_OPTIONS
 
 _NVCC_CANDIDATES = ("nvcc", "/usr/local/cuda/bin/nvcc")
 
@@ -64,7 +72,8 @@ def _nvcc_compile(nvcc: str, source: str, name: str, arch: int,
 
 
 class CudaCompiler(Compiler):
-    """NVRTC (or nvcc) for ``sm_XY`` targets; ``--fmad=false`` always."""
+    """NVRTC (or nvcc) for ``sm_XY`` targets; ``--fmad=false`` unless the kernel opts in to
+    contraction."""
 
     backend = "cuda"
 
@@ -92,7 +101,7 @@ class CudaCompiler(Compiler):
               options: tuple[str, ...]) -> Built:
         """A cubin for ``arch`` (PTX when the NVRTC is older than the arch)."""
         arch_n = parse_arch(arch)
-        opts = DEFAULT_OPTIONS + tuple(options)
+        opts = base_options(kernel) + tuple(options)
         try:
             nvrtc = load_nvrtc()
         except BackendUnavailable:

@@ -6,7 +6,6 @@ import threading
 from typing import TYPE_CHECKING
 
 from gompute_core.backend import (
-    PLUGIN_API_VERSION,
     Availability,
     BackendInfo,
     hookimpl,
@@ -18,16 +17,17 @@ if TYPE_CHECKING:  # annotations only: discovery must stay light (no NumPy)
     from gompute_core.backend import Compiler, Device
 
 NAME = "cuda"
-KINDS = ("map", "map_to", "zip", "map_indexed", "reduce", "gather", "scatter", "raw")
-"""The kinds this backend runs (named here: a kind the core adds later is not claimed)."""
+FEATURES = ("entries", "raw", "barriers", "shared_memory", "atomics")
+"""The kernel features this backend runs: every spec kind's entry point and raw kernels
+with their builtins (the core derives the kinds from them)."""
 _lock = threading.Lock()
 
 
 @hookimpl
 def gompute_backend_info() -> BackendInfo:
     """CUDA: priority 300 (probed first), every kind, every scalar type."""
-    return BackendInfo(name=NAME, version=__version__, api_version=PLUGIN_API_VERSION,
-                       priority=300, kinds=KINDS, example_arch="sm_90",
+    return BackendInfo(name=NAME, version=__version__, api_version=2,
+                       priority=300, kinds=(), features=FEATURES, example_arch="sm_90",
                        description="NVIDIA GPUs: CUDA C++ via NVRTC, run through libcuda")
 
 

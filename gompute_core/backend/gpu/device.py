@@ -24,6 +24,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from ...abi.entry_args import ArgBuffer, RawArgBuffer
 from ...errors import (
     GomputeError,
     InvalidArgument,
@@ -33,7 +34,6 @@ from ...errors import (
 )
 from ...ir.kernel import KernelIR
 from ...plugins.records import Artifact, Availability, DeviceInfo
-from ..args import ArgBuffer, RawArgBuffer
 from ..device import Device, RawLauncher
 from ..pinning import HostPinning, pinned_array
 from .driver import GpuDriver

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ...errors import GomputeError, InvalidArgument
-from ..device import Stream
+from ..streams import Event, Graph, GraphExec, Stream
 
 if TYPE_CHECKING:
     from .device import GpuDevice
@@ -113,7 +113,7 @@ class GpuStream(Stream):
         return f"<GpuStream {self.address:#x} of {self.device.backend}:{self.device.ordinal}>"
 
 
-class GpuEvent:
+class GpuEvent(Event):
     """A marker in a stream, with timing unless made with ``timing=False``."""
 
     def __init__(self, device: GpuDevice, timing: bool = True) -> None:
@@ -154,7 +154,7 @@ class GpuEvent:
         self._fin()
 
 
-class GpuGraph:
+class GpuGraph(Graph):
     """A captured graph; :meth:`instantiate` makes it launchable."""
 
     def __init__(self, device: GpuDevice, handle: Any) -> None:
@@ -171,7 +171,7 @@ class GpuGraph:
         self._fin()
 
 
-class GpuGraphExec:
+class GpuGraphExec(GraphExec):
     """An instantiated graph: :meth:`launch` replays it, :meth:`update` swaps in a new
     capture of the same topology (new arguments) without re-instantiating."""
 
