@@ -48,6 +48,10 @@ def main() -> None:
 
     rows: list[tuple[str, str, float, float, float, str]] = []
     dev = manager.open_device("cuda", 0)
+    # the pycuda peers run in the device's primary context, the one ours runs in
+    drv.init()
+    peer_context = drv.Device(dev.ordinal).retain_primary_context()
+    peer_context.push()
     n = 1 << args.log2n
     nbytes = 4 * n
     print(f"device {dev.name} {dev.arch}, {dev.sm_count} SMs; n = 2**{args.log2n}", flush=True)
@@ -109,9 +113,9 @@ def main() -> None:
             launch(small, 1024, None)
         dev.synchronize()
 
-    fn = dev.function(dev.load_module(k1.artifact.image), k1.artifact.entry)
+    fn = drv.module_from_buffer(k1.artifact.image).get_function(k1.artifact.entry)
     fn.prepare("PQ")
-    stream = dev.stream.handle_obj
+    stream = drv.Stream()
     ptr = small.addr
 
     def pyc():
@@ -164,7 +168,7 @@ def main() -> None:
     k1.stream = dev.stream
 
     # ---- run from host: pipelined upload/launch/download vs pageable pycuda ---------------
-    fa = dev.function(dev.load_module(km.artifact.image), km.artifact.entry)
+    fa = drv.module_from_buffer(km.artifact.image).get_function(km.artifact.entry)
     fa.prepare("PQff")
     for log2m in (20, 26):
         m = 1 << log2m
@@ -281,6 +285,7 @@ def main() -> None:
         with open(args.out, "w") as f:
             f.write(f"# CUDA numbers: {dev.name} ({dev.arch}), {time.strftime('%Y-%m-%d')}\n\n"
                     f"{table}\n")
+    peer_context.pop()
 
 
 if __name__ == "__main__":

@@ -150,7 +150,7 @@ def test_cuda_compiles_with_nvrtc(name: str) -> None:
 @pytest.mark.parametrize("name", NAMES)
 def test_hip_compiles_with_hiprtc_to_the_raw_abi(name: str, arch: str) -> None:
     _hiprtc_or_skip()
-    from gompute_hip.codeobject import read_code_object
+    from amdgpu_codeobject import read_code_object
     from gompute_hip.compiler import HipCompiler
 
     kernel = EXAMPLES[name].kernel
@@ -201,7 +201,7 @@ def test_from_source_keeps_its_entry_name_and_text() -> None:
 
 def test_hip_from_source_compiles_for_gfx90a() -> None:
     _hiprtc_or_skip()
-    from gompute_hip.codeobject import read_code_object
+    from amdgpu_codeobject import read_code_object
     from gompute_hip.compiler import HipCompiler
 
     art = compile_kernel(HipCompiler(), _source_kernel("my_scale"), "gfx90a",

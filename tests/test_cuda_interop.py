@@ -199,9 +199,9 @@ def test_a_context_another_library_left_current_is_taken_back() -> None:
     still be loaded into, and run in, our context (it failed with CUresult 400)."""
     import ctypes
 
-    from gompute_cuda.driver import libcuda
+    from gompute_cuda.driver import driver
 
-    lib = libcuda()
+    lib = driver().lib
     dev = manager.open_device("cuda", 0)
     dev.synchronize()  # our context is the main thread's current one
     other, create = ctypes.c_void_p(), getattr(lib, "cuCtxCreate_v2", None)
@@ -223,7 +223,7 @@ def test_a_context_another_library_left_current_is_taken_back() -> None:
             buf.download(out)
         assert x.min() == 1 and out.min() == 1
     finally:
-        lib.cuCtxSetCurrent(ctypes.c_void_p(dev._ctx_handle))
+        lib.cuCtxSetCurrent(dev.native_context)
         lib.cuCtxDestroy_v2(other)
 
 

@@ -15,8 +15,8 @@ import pytest
 
 pytest.importorskip("gompute_hip")
 
+from amdgpu_codeobject import read_code_object  # noqa: E402
 from gompute_hip import libs  # noqa: E402
-from gompute_hip.codeobject import read_code_object  # noqa: E402
 
 import gompute_core as g  # noqa: E402
 from gompute_core.errors import BackendUnavailable, InvalidArgument  # noqa: E402

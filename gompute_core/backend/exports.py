@@ -4,7 +4,8 @@ The producing half of interop (:mod:`gompute_core.interop` consumes foreign
 arrays), in the SDK's layer because :class:`~gompute_core.backend.Buffer`
 inherits it: :class:`Exports` gives every buffer and :class:`TypedView`
 ``__dlpack__``/``__dlpack_device__`` where the device declares a
-``dlpack_device_type``, ``__cuda_array_interface__`` (v3) on CUDA devices and
+``dlpack_device_type``, ``__cuda_array_interface__`` (v3) on CUDA and ROCm devices
+(CuPy on ROCm reads it too; its ``stream`` is then a ``hipStream_t``) and
 ``__array_interface__`` on host memory. The array is typed and shaped as the
 buffer's element type and count, or as ``buf.typed(dtype, shape)`` says. The
 CAI ``stream`` is the device's default stream (where ``launch`` enqueues unless
@@ -104,11 +105,11 @@ class Exports(ABC):
 
     @property
     def __cuda_array_interface__(self) -> dict[str, Any]:
-        """CUDA Array Interface v3 (CUDA devices only); ``stream`` is the device's."""
+        """CUDA Array Interface v3 (CUDA and ROCm devices); ``stream`` is the device's."""
         buf, dtype, shape, kind = self._exporting("__cuda_array_interface__",
                                                    AttributeError)
-        if kind not in (dlpack.KDL_CUDA, dlpack.KDL_CUDA_MANAGED):
-            raise AttributeError("__cuda_array_interface__: not CUDA memory")
+        if kind not in (dlpack.KDL_CUDA, dlpack.KDL_CUDA_MANAGED, dlpack.KDL_ROCM):
+            raise AttributeError("__cuda_array_interface__: not GPU memory")
         device = buf.device
         return {"shape": shape, "typestr": dtype.str, "data": (buf.addr, False), "version": 3,
                 "strides": None, "stream": device.stream_handle(device.stream)}

@@ -35,7 +35,7 @@ def gompute_backend_info() -> BackendInfo:
 @hookimpl
 def gompute_probe() -> Availability:
     """HIP's availability: devices, or "no AMD GPU (hipInit: N)" / the missing library."""
-    from .runtime.device import probe
+    from .driver import probe
 
     return probe()
 
@@ -51,6 +51,6 @@ def gompute_compiler() -> Compiler:
 @hookimpl
 def gompute_device(ordinal: int) -> Device:
     """Open HIP device ``ordinal``."""
-    from .runtime.device import HipDevice
+    from .device import HipDevice
 
     return HipDevice(ordinal)
