@@ -267,6 +267,11 @@ class Device(ABC):
                               f"{self.ordinal} (more than any device holds)")
         try:
             return self._alloc(nbytes)
+        except AllocFailed as exc:
+            if str(nbytes) in str(exc):
+                raise
+            raise AllocFailed(f"{self.backend}: cannot allocate {nbytes} bytes on device "
+                              f"{self.ordinal}: {exc}") from exc
         except (MemoryError, ValueError, OverflowError) as exc:
             raise AllocFailed(f"{self.backend}: cannot allocate {nbytes} bytes on device "
                               f"{self.ordinal}: {exc}") from exc
