@@ -15,7 +15,7 @@ import pytest
 from raw_examples import EXAMPLES
 
 import gompute_core as g
-from gompute_core.backend.compiler import cache_key
+from gompute_core.compilation.pipeline import cache_key
 from gompute_core.errors import (
     BarrierDivergence,
     DataRace,
@@ -314,13 +314,29 @@ def test_unchecked_source_is_the_plain_rendering(name: str) -> None:
     assert "v_ck_fault" in g.RawKernel(kernel, "cpu", checked=True).source
 
 
+@g.raw_kernel
+def ck_local(out: g.GlobalPtr[g.f32], k: g.i64):
+    acc = g.local_array(g.f32, 4)
+    i = B.global_id(0)
+    acc[i % 4] = g.f32(i)
+    out[i] = acc[k]
+
+
+def test_local_arrays_are_checked_against_their_shape() -> None:
+    """A raw kernel's local array is one more checked array (the CPU does not run local
+    arrays in a raw kernel's body yet; the C family does)."""
+    ins = instrument(ck_local.lower())
+    assert [(s.access, s.array, s.shape) for s in ins.sites] == \
+        [("write", "acc", (4,)), ("read", "acc", (4,)), ("write", "out", None)]
+
+
 # ---- the C family ----------------------------------------------------------------------
 @pytest.mark.parametrize("name", ["transpose", "histogram", "atomics", "stencil", "saxpy"])
 def test_checked_c_family_source_compiles(name: str) -> None:
     """NVRTC (CUDA) and hiprtc (HIP) compile the checked kernels, where they load."""
     pytest.importorskip("gompute_cuda")
     pytest.importorskip("gompute_hip")
-    from gompute_core.backend import compile_kernel
+    from gompute_core.compilation import compile_kernel
 
     kir = instrument(EXAMPLES[name].kernel.lower()).kernel
     compiled = 0

@@ -7,8 +7,9 @@ the C family's and any third party's, runs it with no code of its own):
 * the entry gains arguments after the user's: one ``u64`` extent (element count) per
   ``GlobalPtr`` parameter, passed by the host, then the *fault record*, a small device
   array of :data:`RECORD_WORDS` ``u64`` words (type :class:`FaultRecord`);
-* every ``Load``, ``Store`` and ``Atomic`` of a global or shared array, and every
-  ``Index`` of a params array, first checks its index against the extent (one unsigned
+* every ``Load``, ``Store`` and ``Atomic`` of a global or shared array, every
+  ``LocalLoad`` and ``LocalStore`` of a local array, and every ``Index`` of a params
+  array, first checks its index against the extent (one unsigned
   comparison: a negative index is a huge one). Out of range, a store or atomic is not
   performed and a load reads 0; the first fault of the launch (a compare-and-swap of word
   0 from 0) writes the access's site, the index, the extent and the thread into the
@@ -31,7 +32,8 @@ in race tracking (two atomics never race; an atomic against a plain access is no
 
 :func:`instrument` also returns the *sites* (:class:`Site`): what each access is and
 where it is written, so the host can name the kernel's array and line in the error.
-Another kind of array (a local array) is one more case of :func:`_extents`.
+Another kind of array is one more case of :func:`_extents` (its extent along each
+dimension) and of the access nodes :meth:`_Instrumenter.expr` and ``stmt`` rewrite.
 """
 
 from __future__ import annotations
@@ -337,7 +339,7 @@ class _Instrumenter:
                              self.expr(e.if_false, None), e.type)
         if isinstance(e, ir.Logical):
             return ir.Logical(e.op, self.expr(e.lhs, hoist), self.expr(e.rhs, None), e.type)
-        if isinstance(e, (ir.Load, ir.Atomic)):
+        if isinstance(e, (ir.Load, ir.LocalLoad, ir.Atomic)):
             return self.access(e, hoist)
         if isinstance(e, ir.Index):
             return self.index(e, hoist)
@@ -371,12 +373,15 @@ class _Instrumenter:
             out.append(i)
         return tuple(out)
 
-    def access(self, e: ir.Load | ir.Atomic, hoist: list[ir.Stmt] | None) -> ir.Expr:
-        index = self.indices(e.index, hoist, e.where)
+    def access(self, e: ir.Load | ir.LocalLoad | ir.Atomic, hoist: list[ir.Stmt] | None
+               ) -> ir.Expr:
+        where = getattr(e, "where", "")
+        index = self.indices(e.index, hoist, where)
         shape = getattr(e.base.type, "shape", None)
-        site = self.site("read" if isinstance(e, ir.Load) else "atomic", e.base, e.where, shape)
+        read = isinstance(e, (ir.Load, ir.LocalLoad))
+        site = self.site("read" if read else "atomic", e.base, where, shape)
         ok, fault, fault_stmt = self.bounds(index, _extents(e.base, self.extent_args), site)
-        if isinstance(e, ir.Load):
+        if read:
             inner: ir.Expr = replace(e, index=index)
             if hoist is not None:  # checked (and race-stamped) before the statement
                 checks = self.read_checks(e.base, index, site) \
@@ -414,11 +419,12 @@ class _Instrumenter:
 
     def stmt(self, s: ir.Stmt) -> list[ir.Stmt]:
         hoist: list[ir.Stmt] = []
-        if isinstance(s, ir.Store):
-            index = self.indices(s.index, hoist, s.where)
+        if isinstance(s, (ir.Store, ir.LocalStore)):
+            where = getattr(s, "where", "")
+            index = self.indices(s.index, hoist, where)
             value = self.expr(s.value, hoist)
             shape = getattr(s.base.type, "shape", None)
-            site = self.site("write", s.base, s.where, shape)
+            site = self.site("write", s.base, where, shape)
             ok, _, fault_stmt = self.bounds(index, _extents(s.base, self.extent_args), site)
             done: list[ir.Stmt] = [replace(s, index=index, value=value)]
             if s.base.name in self.shadows:

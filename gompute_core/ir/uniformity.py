@@ -86,6 +86,10 @@ def _walk(body: Iterable[ir.Stmt], varying: set[str], divergent: bool) -> None:
         if isinstance(s, ir.Assign):
             if divergent or is_varying(s.value, varying):
                 varying.add(s.name)
+        elif isinstance(s, ir.LocalStore):  # a per-thread array varies like a local
+            if divergent or is_varying(s.value, varying) or any(
+                    is_varying(i, varying) for i in s.index):
+                varying.add(s.base.name)
         elif isinstance(s, ir.If):
             d = divergent or is_varying(s.cond, varying)
             _walk(s.body, varying, d)

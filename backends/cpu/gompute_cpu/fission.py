@@ -37,8 +37,13 @@ mentions it starts from the value it had when the phase began, and after the pha
 holds the value every thread computed.
 
 A phase whose top level holds a ``while`` loop with no ``break``/``continue`` of its own
-and no ``return`` anywhere in the phase runs that loop in *lockstep* (:class:`Lockstep`):
-the statements before it and its first iteration run in one pass over the threads, then
+and no ``return`` anywhere in the phase runs that loop in *lockstep* (:class:`Lockstep`); so
+does a ``for ... in range(start, stop, step)`` loop whose ``start`` or ``step`` differs
+between threads (the grid-stride form ``for i in range(tid, n, stride)``), lowered to the
+equivalent ``while`` first (:func:`counted_while`). A ``for`` whose start and step are
+uniform stays one counted loop per thread: every thread walks the same indices, so running
+the threads side by side would not bring their memory accesses together. Lockstep means:
+the statements before the loop and its first iteration run in one pass over the threads, then
 rounds over the threads still in the loop each run a few more of their iterations, and a
 thread runs the statements after the loop as soon as its loop ends. Each thread still
 runs its own statements in its own order (a grid-stride accumulation adds in the
@@ -54,6 +59,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, fields
 from typing import TypeAlias
+
+import numpy as np
 
 from gompute_core.errors import Unsupported
 from gompute_core.ir import nodes as ir
@@ -75,6 +82,9 @@ class Lockstep:
     """Thread variables kept in a slot per thread between rounds (the others the loop and
     suffix read are rematerialized, already kept per thread, or assigned in the loop's
     body before any use)."""
+    locals: tuple[tuple[str, ScalarType], ...] = ()
+    """Variables the lowering of a ``for`` loop added (:func:`counted_while`), with their
+    types; thread variables of this phase only."""
 
 
 @dataclass
@@ -186,6 +196,25 @@ class Plan:
                 need.add(name)
                 todo.extend(n for n in names_in(self.remat[name]) if n in self.remat)
         return [n for n in self.remat if n in need]
+
+    def flat(self) -> Phase | None:
+        """The kernel's one phase when its threads never meet, so that they may run as one
+        flat loop (:func:`~.raw.render_raw_module`'s ``k_flat``): no shared memory, no
+        barrier, no lockstep loop, and no block statement but assignments ahead of the
+        phase that depend on neither the block index nor memory (run once per launch)."""
+        if len(self.phases) != 1 or any(isinstance(t, ir.SharedType) for _, t in self.fn.locals):
+            return None
+        phase = self.phases[0]
+        if phase.lockstep is not None or self.items[-1] is not phase:
+            return None
+        for item in self.items[:-1]:
+            if not isinstance(item, ir.Assign) or holds(item.value, ir.Load, ir.Atomic,
+                                                         ir.CallFunction):
+                return None
+            if any(isinstance(node, ir.Geometry) and node.func == "block_id"
+                   for node in nodes_in(item.value)):
+                return None
+        return phase
 
 
 class _Planner:
@@ -331,23 +360,110 @@ def _fresh_each_iteration(body: tuple[ir.Stmt, ...]) -> set[str]:
     return fresh
 
 
-def _lockstep(fn: ir.Function, phase: Phase, thread: frozenset[str], arrays: frozenset[str],
-              remat: dict[str, ir.Expr]) -> Lockstep | None:
-    """The lockstep form of ``phase``'s first eligible top-level ``while``, if any."""
+def _invariant(e: ir.Expr, assigned: set[str]) -> bool:
+    """True when ``e`` has the same value wherever a loop whose body assigns ``assigned``
+    evaluates it: no memory read, no call, none of those variables."""
+    return not holds(e, ir.Load, ir.Atomic, ir.CallFunction) and not names_in(e) & assigned
+
+
+def _i64(e: ir.Expr) -> ir.Expr:
+    return e if e.type is np.int64 else ir.Cast(e, np.int64)
+
+
+def _u64(e: ir.Expr) -> ir.Expr:
+    return ir.Cast(e, np.uint64)
+
+
+def _trips(start: ir.Expr, stop: ir.Expr, step: ir.Expr) -> ir.Expr:
+    """The number of values of ``range(start, stop, step)`` (``i64`` bounds) as a ``u64``,
+    exact for any bounds (the distance is taken in ``u64``, where it cannot overflow), 0
+    for a zero step."""
+    u64, zero, one = np.uint64, ir.Const(0, np.uint64), ir.Const(1, np.uint64)
+
+    def count(lo: ir.Expr, hi: ir.Expr, magnitude: ir.Expr) -> ir.Expr:
+        """``lo < hi ? (hi - lo - 1) // magnitude + 1 : 0`` in ``u64``."""
+        gap = ir.Binary("sub", ir.Binary("sub", _u64(hi), _u64(lo), u64), one, u64)
+        n = ir.Binary("add", ir.Binary("floordiv", gap, magnitude, u64), one, u64)
+        return ir.Select(ir.Compare("lt", lo, hi, np.bool_), n, zero, u64)
+
+    up = count(start, stop, _u64(step))
+    down = count(stop, start, ir.Binary("sub", zero, _u64(step), u64))
+    if isinstance(step, ir.Const):
+        return up if step.value > 0 else down
+    i64_zero = ir.Const(0, np.int64)
+    return ir.Select(ir.Compare("gt", step, i64_zero, np.bool_), up, ir.Select(
+        ir.Compare("lt", step, i64_zero, np.bool_), down, zero, u64), u64)
+
+
+def counted_while(s: ir.ForRange, taken: set[str]) -> tuple[
+        tuple[ir.Stmt, ...], ir.While, tuple[tuple[str, ScalarType], ...]]:
+    """``for v in range(start, stop, step): body`` as the same loop in ``while`` form:
+    ``(setup, loop, new variables)``, the setup being ``v_next = start; v_left =
+    trips`` (``i64`` and ``u64``; also ``v_step = step`` when the body could change the
+    step's value) and the loop ``while v_left != 0: v = T(v_next); v_next += step;
+    v_left -= 1; body``. Python's semantics hold: the bounds are evaluated once, in
+    order, the loop runs the same iterations whatever the body assigns to ``v``, ``v``
+    keeps its last value after the loop (and is untouched when there is none), and no
+    arithmetic overflows: the trip count is exact (:func:`_trips`). The new names avoid
+    ``taken`` and are added to it. ``s.body`` must not ``break`` or ``continue`` itself."""
+    new: list[tuple[str, ScalarType]] = []
+
+    def fresh(role: str, t: ScalarType) -> ir.Var:
+        name, k = f"{s.var}_{role}", 1
+        while name in taken:
+            k += 1
+            name = f"{s.var}_{role}{k}"
+        taken.add(name)
+        new.append((name, t))
+        return ir.Var(name, t)
+
+    changed = assigned_in(s.body) | {s.var}
+    setup: list[ir.Stmt] = []
+    bounds: list[ir.Expr] = []
+    for role, e in (("next", s.start), ("stop", s.stop), ("step", s.step)):
+        e = _i64(e)
+        if role == "next" or not _invariant(e, changed):
+            v = fresh(role, np.int64)
+            setup.append(ir.Assign(v.name, e))
+            e = v
+        bounds.append(e)
+    nxt, stop, step = bounds
+    left = fresh("left", np.uint64)
+    setup.append(ir.Assign(left.name, _trips(nxt, stop, step)))
+    t = s.start.type
+    value = nxt if t is np.int64 else ir.Cast(nxt, t)  # type: ignore[arg-type]
+    body = (ir.Assign(s.var, value),
+            ir.Assign(nxt.name, ir.Binary("add", nxt, step, np.int64)),
+            ir.Assign(left.name, ir.Binary("sub", left, ir.Const(1, np.uint64), np.uint64)),
+            *s.body)
+    loop = ir.While(ir.Compare("ne", left, ir.Const(0, np.uint64), np.bool_), body)
+    return tuple(setup), loop, tuple(new)
+
+
+def _lockstep(fn: ir.Function, phase: Phase, thread: frozenset[str], varying: frozenset[str],
+              arrays: frozenset[str], remat: dict[str, ir.Expr]) -> Lockstep | None:
+    """The lockstep form of ``phase``'s first eligible top-level loop, if any: a ``while``,
+    or a ``for`` whose start or step varies between threads, lowered to a ``while``."""
     if holds(phase.stmts, ir.Return):
         return None
     types = dict([*fn.args, *fn.locals])
     for k, s in enumerate(phase.stmts):
+        prefix = phase.stmts[:k]
+        added: tuple[tuple[str, ScalarType], ...] = ()
+        if isinstance(s, ir.ForRange) and not _exits(s.body) and (
+                is_varying(s.start, varying) or is_varying(s.step, varying)):
+            setup, s, added = counted_while(s, set(types))
+            prefix += setup
+            types.update(added)
         if not isinstance(s, ir.While) or _exits(s.body):
             continue
         suffix = phase.stmts[k + 1:]
-        later = names_in((s, suffix)) & thread
+        later = names_in((s, suffix)) & (thread | {name for name, _ in added})
         fresh = _fresh_each_iteration(s.body) - names_in(s.cond) - names_in(suffix)
         carried = later - fresh - arrays - set(remat)
         if not all(isinstance(types.get(n), ScalarType) for n in carried):
             return None
-        return Lockstep(phase.stmts[:k], s, suffix,
-                        tuple(n for n in types if n in carried))
+        return Lockstep(prefix, s, suffix, tuple(n for n in types if n in carried), added)
     return None
 
 
@@ -370,5 +486,5 @@ def plan(fn: ir.Function, kernel: str) -> Plan:
         len(ps) > 1 or ps[0].repeated) and name not in uniform)
     thread = frozenset(planner.thread)
     for p in phases:
-        p.lockstep = _lockstep(fn, p, thread, arrays, remat)
+        p.lockstep = _lockstep(fn, p, thread, planner.varying, arrays, remat)
     return Plan(fn, items, phases, thread, arrays, remat, done, uses, uniform)

@@ -11,17 +11,23 @@ The module a raw :class:`~gompute_core.ir.kernel.KernelIR` becomes defines:
   threads whose ``_act[_t]`` flag says their loop goes on, each running up to
   ``_ROUND`` more of a thread's iterations (its carried values in ``_ls_<name>[_t]``)
   and, when its loop ends, the statements after it;
-* ``k_serial(_GX, _GY, _GZ, _BX, _BY, _BZ, _chunks, A...)`` and ``k_parallel`` (the
-  same over ``prange``): the blocks in ``_chunks`` contiguous ranges (x fastest, the
-  block's index counted up without a division per block), each range allocating the
+* ``k_serial(_GX, _GY, _GZ, _BX, _BY, _BZ, _first, _last, _chunks, A...)`` and
+  ``k_parallel`` (the same over ``prange``): the blocks ``_first`` to ``_last - 1`` (in
+  launch order, x fastest; a launch may come in slices) in ``_chunks`` contiguous ranges
+  (the block's index counted up without a division per block), each range allocating the
   block's shared arrays and per-thread slots once and reusing them for its blocks
-  (shared memory starts uninitialized on every device anyway).
+  (shared memory starts uninitialized on every device anyway);
+* for a kernel whose threads never meet (:meth:`~.fission.Plan.flat`), also
+  ``k_flat(_GX, _GY, _GZ, _BX, _BY, _BZ, _first, _last, A...)``: the threads ``_first``
+  to ``_last - 1`` of a 1-D launch as one ``prange`` loop (:meth:`RawRenderer.render_flat`).
 
 ``A...`` are the kernel's arguments in signature order, a params record as its leaves
 (:mod:`.params`): pointers as 1-D arrays of their element type, scalars as NumPy
-scalars. Geometry: ``local_id(d)`` is ``_tx/_ty/_tz``, ``block_id(d)`` ``_b0/_b1/_b2``,
-``block_dim``/``grid_dim`` the launch's, ``global_id(d)`` =
-``block_id(d) * block_dim(d) + local_id(d)``, all ``int64``. A declared block shape
+scalars. A ``k_block`` of more than 30 parameters takes them as one tuple
+(:func:`~.render.call`), so a kernel may have any number of arguments. Geometry:
+``local_id(d)`` is ``_tx/_ty/_tz``, ``block_id(d)`` ``_b0/_b1/_b2``, ``block_dim``/
+``grid_dim`` the launch's, ``global_id(d)`` = ``block_id(d) * block_dim(d) +
+local_id(d)``, all ``int64``. A declared block shape
 becomes constants (the launch is checked against it). Loads and stores index the
 arrays directly (2-D shared arrays are flat, row-major); atomics call the hardware
 atomics of :mod:`.atomics`, so blocks running on different cores update global
@@ -33,6 +39,8 @@ a phase that mentions it and restored at the start of each of its threads.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterable
 
 from gompute_core.errors import Unsupported
 from gompute_core.ir import nodes as ir
@@ -54,7 +62,7 @@ from .fission import (
 )
 from .kernels import assemble
 from .params import is_aggregate
-from .render import FunctionRenderer, arg_names, const, tname, var
+from .render import FunctionRenderer, arg_names, call, define, tname, var, zero
 
 _AXES = "xyz"
 _GEOMETRY_NAMES = ("_GX", "_GY", "_GZ", "_BX", "_BY", "_BZ")
@@ -78,8 +86,16 @@ class RawRenderer(FunctionRenderer):
         self.atomics: set[str] = set()
         self.in_thread = False
         self.loop_depth = 0
+        self.flat = False
+        """True while rendering ``k_flat``: the thread is ``_gx`` of a 1-D launch."""
         self.shared = [(name, t) for name, t in fn.locals if isinstance(t, ir.SharedType)]
-        self.types_by_name = dict([*fn.args, *fn.locals])
+        self.lowered = list(dict.fromkeys(local for p in self.plan.phases
+                                          if p.lockstep is not None
+                                          for local in p.lockstep.locals))
+        """The variables of ``for`` loops lowered to ``while`` loops for lockstep (two
+        phases may lower loops over the same variable to the same names and types)."""
+        self.types_by_name = dict([*fn.args, *fn.locals, *self.lowered])
+        self.types.update(self.lowered)
 
     # storage -----------------------------------------------------------------------------
 
@@ -110,6 +126,11 @@ class RawRenderer(FunctionRenderer):
 
     def visit_Geometry(self, e: ir.Geometry) -> str:
         axis = _AXES[e.dim]
+        if self.flat and e.func in ("local_id", "global_id", "block_id"):
+            if e.dim:
+                return "np.int64(0)"
+            return {"global_id": "_gx", "local_id": "(_gx % _BX)",
+                    "block_id": "(_gx // _BX)"}[e.func]
         if e.func == "local_id":
             return f"_t{axis}"
         if e.func == "global_id":
@@ -303,6 +324,15 @@ class RawRenderer(FunctionRenderer):
         self.statements(ls.suffix, inner + 2)
         self.in_thread = False
 
+    def thread_body(self, p: Phase, stmts: tuple[ir.Stmt, ...], depth: int) -> None:
+        """A thread's run of ``stmts`` of phase ``p`` (inside the loop over threads)."""
+        if any(isinstance(s, (ir.While, ir.ForRange)) and holds(s.body, ir.Return)
+               for s in nodes_in(stmts)):
+            self.emit(depth, "_ret = False")
+        self.thread_start(p, self.plan.preamble(p), depth)
+        self.block(stmts, depth)
+        self.in_thread = False
+
     def phase(self, p: Phase, depth: int) -> None:
         """One phase: a loop over the threads running its statements."""
         if p.lockstep is not None:
@@ -312,13 +342,7 @@ class RawRenderer(FunctionRenderer):
         flat = self.plan.done_flags or bool(uses & self.plan.arrays)
         self.save_uniform(p, depth)
         x_range, stmts = self.narrowed(p, depth)
-        depth = self.thread_loops(depth, flat, x_range)
-        if any(isinstance(s, (ir.While, ir.ForRange)) and holds(s.body, ir.Return)
-               for s in nodes_in(stmts)):
-            self.emit(depth, "_ret = False")
-        self.thread_start(p, self.plan.preamble(p), depth)
-        self.block(stmts, depth)
-        self.in_thread = False
+        self.thread_body(p, stmts, self.thread_loops(depth, flat, x_range))
 
     def items(self, items: list[Item], depth: int) -> None:
         """Render block-level items (``pass`` when none emits a line)."""
@@ -343,26 +367,61 @@ class RawRenderer(FunctionRenderer):
         if len(self.lines) == start:
             self.emit(depth, "pass")
 
+    def launch_shape(self, geometry: list[str]) -> None:
+        """The declared block shape as constants, and the sign bit cleared from the
+        (never negative) ``geometry`` values and the block shape given at launch: LLVM
+        then proves that indices built from them are not negative, so numba's
+        negative-index wraparound folds away and phases vectorize (4x on the block sum
+        with one element per thread)."""
+        block = self.kir.block
+        if block is not None:
+            for axis, size in zip(_AXES, block, strict=True):
+                self.emit(1, f"_B{axis.upper()} = np.int64({size})")
+        else:
+            geometry = [*geometry, "_BX", "_BY", "_BZ"]
+        for name in geometry:
+            self.emit(1, f"{name} = {name} & _NONNEGATIVE")
+
+    def scalar_locals(self, names: Iterable[str], depth: int) -> None:
+        """Start the scalar locals among ``names`` from zero (numba types a variable from
+        its first assignment, on every path)."""
+        for name in names:
+            t = self.types_by_name[name]
+            if not isinstance(t, ir.SharedType) and name not in self.plan.arrays:
+                if is_aggregate(t):
+                    raise Unsupported(f"{self.fn.source}: a params-record local in a raw kernel")
+                self.emit(depth, f"{var(name)} = {zero(t)}")
+
+    def render_flat(self, p: Phase) -> str:
+        """``k_flat``: a kernel whose threads never meet (:meth:`~.fission.Plan.flat`) as
+        one parallel loop over the threads ``_first`` to ``_last - 1`` of a 1-D launch
+        (``_gx`` is ``global_id(0)``; a launch may come in slices). Its block statements
+        run once per slice, before the loop; each thread starts its locals afresh (numba
+        then keeps them private to the loop's iterations)."""
+        self.flat = True
+        locals_ = [name for name, _ in [*self.fn.locals, *self.lowered]]
+        thread = [name for name in locals_ if name in self.plan.thread_vars]
+        self.emit(0, "@njit(**_PAR)")
+        names = [*_GEOMETRY_NAMES, "_first", "_last", *arg_names(self.fn)]
+        self.emit(0, f"def k_flat({', '.join(names)}):")
+        self.launch_shape(["_GX", "_GY", "_GZ"])
+        self.scalar_locals([name for name in locals_ if name not in thread], 1)
+        for item in self.plan.items[:-1]:
+            self.visit(item, 1)
+        self.emit(1, "for _gx in prange(_first, _last):")
+        self.scalar_locals(thread, 2)
+        self.thread_body(p, p.stmts, 2)
+        return "\n".join(self.lines) + "\n"
+
     def render_block(self) -> str:
         """The ``k_block`` function."""
         fn, block = self.fn, self.kir.block
         scratch = [name for name, _ in self.scratch()]
         self.emit(0, "_NONNEGATIVE = np.int64(0x7FFFFFFFFFFFFFFF)\n\n")
         self.emit(0, "@njit(inline=\"always\", **_OPT)")
-        self.emit(0, f"def k_block(_b0, _b1, _b2, {', '.join(_GEOMETRY_NAMES)}, "
-                     f"{', '.join([*scratch, *arg_names(fn)])}):")
-        # Clearing the sign bit of the (never negative) block index and launch shape lets
-        # LLVM prove that indices built from them are not negative, so numba's
-        # negative-index wraparound folds away and phases vectorize (4x on the block sum
-        # with one element per thread).
-        geometry = ["_b0", "_b1", "_b2", "_GX", "_GY", "_GZ"]
-        if block is not None:
-            for axis, size in zip(_AXES, block, strict=True):
-                self.emit(1, f"_B{axis.upper()} = np.int64({size})")
-        else:
-            geometry += ["_BX", "_BY", "_BZ"]
-        for name in geometry:
-            self.emit(1, f"{name} = {name} & _NONNEGATIVE")
+        self.lines.extend(define("k_block", ["_b0", "_b1", "_b2", *_GEOMETRY_NAMES,
+                                             *scratch, *arg_names(fn)]))
+        self.launch_shape(["_b0", "_b1", "_b2", "_GX", "_GY", "_GZ"])
         for d, axis in enumerate(_AXES):
             self.emit(1, f"_g{d} = _b{d} * _B{axis.upper()}")
             if block is not None and block[d] == 1:
@@ -371,11 +430,7 @@ class RawRenderer(FunctionRenderer):
             self.emit(1, "_done[:] = False")
         if any(holds(p.stmts, ir.Return) for p in self.plan.phases):
             self.emit(1, "_ret = False")
-        for name, t in fn.locals:
-            if not isinstance(t, ir.SharedType) and name not in self.plan.arrays:
-                if is_aggregate(t):
-                    raise Unsupported(f"{fn.source}: a params-record local in a raw kernel")
-                self.emit(1, f"{var(name)} = {const(0, t)}")  # type: ignore[arg-type]
+        self.scalar_locals([name for name, _ in [*fn.locals, *self.lowered]], 1)
         self.items(self.plan.items, 1)
         return "\n".join(self.lines) + "\n"
 
@@ -385,21 +440,22 @@ class RawRenderer(FunctionRenderer):
         args = ", ".join(arg_names(self.fn))
         scratch = self.scratch()
         allocs = "".join(f"        {name} = {alloc}\n" for name, alloc in scratch)
-        call = ", ".join(["_b0, _b1, _b2", geometry, *(n for n, _ in scratch),
-                          *([args] if args else [])])
+        block = call("k_block", ["_b0", "_b1", "_b2", *_GEOMETRY_NAMES,
+                                 *(n for n, _ in scratch), *arg_names(self.fn)])
         out = []
         for name, opts, loop in (("k_serial", "_OPT", "range"),
                                  ("k_parallel", "_PAR", "prange")):
             out.append(
-                f"@njit(**{opts})\ndef {name}({geometry}, _chunks{', ' if args else ''}{args}):\n"
-                f"    _nb = _GX * _GY * _GZ\n    _nt = _BX * _BY * _BZ\n"
+                f"@njit(**{opts})\ndef {name}({geometry}, _first, _last, _chunks"
+                f"{', ' if args else ''}{args}):\n"
+                f"    _nb = _last - _first\n    _nt = _BX * _BY * _BZ\n"
                 f"    for _c in {loop}(_chunks):\n{allocs}"
-                f"        _lo = _c * _nb // _chunks\n"
+                f"        _lo = _first + _c * _nb // _chunks\n"
                 f"        _b0 = _lo % _GX\n"
                 f"        _b1 = (_lo // _GX) % _GY\n"
                 f"        _b2 = _lo // (_GX * _GY)\n"
-                f"        for _b in range(_lo, (_c + 1) * _nb // _chunks):\n"
-                f"            k_block({call})\n"
+                f"        for _b in range(_lo, _first + (_c + 1) * _nb // _chunks):\n"
+                f"            {block}\n"
                 f"            _b0 += 1\n"
                 f"            if _b0 == _GX:\n"
                 f"                _b0 = np.int64(0)\n"
@@ -415,10 +471,20 @@ def render_raw_module(kir: KernelIR) -> str:
     construct the CPU cannot run, naming the kernel)."""
     helpers: set[tuple[str, ScalarType]] = set()
     sources = [FunctionRenderer(fn, helpers).render() for fn in kir.functions[:-1]]
+    if any(isinstance(t, ir.LocalType) for _, t in kir.functions[-1].locals):
+        raise Unsupported(f"raw kernel {kir.name!r}: the CPU backend does not yet run local "
+                          "arrays (g.local_array) declared in a raw kernel's own body (CUDA, "
+                          "HIP and OpenCL do); declare them in a helper function the kernel "
+                          "calls")
     renderer = RawRenderer(kir, helpers)
-    block = renderer.render_block()
-    entries = renderer.render_entries()
+    parts = [renderer.render_block(), renderer.render_entries()]
+    atomics = renderer.atomics
+    flat = renderer.plan.flat()
+    if flat is not None:
+        flat_renderer = RawRenderer(kir, helpers)
+        parts.append(flat_renderer.render_flat(flat))
+        atomics |= flat_renderer.atomics
     imports = [f"from gompute_cpu.atomics import atomic_{op} as _atomic_{op}"
-               for op in sorted(renderer.atomics)]
-    parts = ["\n".join(imports)] if imports else []
-    return assemble(kir, helpers, [*parts, *sources, block, entries])
+               for op in sorted(atomics)]
+    return assemble(kir, helpers, [*(["\n".join(imports)] if imports else []), *sources,
+                                   *parts])

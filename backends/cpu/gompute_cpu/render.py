@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
@@ -61,6 +61,14 @@ def const(value: int | float | bool, t: ScalarType) -> str:
     return f"{T}({int(value)})"
 
 
+def zero(t: ir.IRType) -> str:
+    """A zero of scalar or tuple type ``t`` (how locals start: numba wants one type per
+    variable)."""
+    if isinstance(t, ir.TupleType):
+        return "(" + ", ".join(const(0, e) for e in t.elems) + ")"
+    return const(0, t)  # type: ignore[arg-type]
+
+
 def _constant(e: ir.Expr) -> bool:
     """Whether ``e`` is computed from constants alone (LLVM folds it to one)."""
     if isinstance(e, ir.Const):
@@ -81,6 +89,35 @@ def var(name: str) -> str:
 def leaf_names(name: str, t: ir.IRType) -> list[str]:
     """Rendered names of the leaves of the aggregate variable ``name``."""
     return [f"s{k}_{var(name)}" for k in range(len(leaves(t)))]
+
+
+MAX_DISPLAY = 30
+"""The most items a rendered call or tuple display holds. CPython compiles one with more
+(its compiler's ``STACK_USE_GUIDELINE``) through a list turned into a tuple, which numba
+cannot type when the items' types differ, and its inliner rejects as a ``*args`` call."""
+
+
+def packed(items: Sequence[str]) -> str:
+    """The tuple of ``items``: displays of at most :data:`MAX_DISPLAY` items, concatenated
+    (nested tuples would be shorter to unpack, but numba's parallel array analysis
+    mistakes a nested tuple of integers for an array shape and fails)."""
+    return " + ".join(f"({', '.join(items[k:k + MAX_DISPLAY])},)"
+                      for k in range(0, len(items), MAX_DISPLAY)) or "()"
+
+
+def call(func: str, args: Sequence[str]) -> str:
+    """A call of the rendered function ``func``: its arguments in order, or, when there are
+    more than :data:`MAX_DISPLAY`, one :func:`packed` tuple of them (``func`` was defined
+    by :func:`define` with as many parameters)."""
+    return f"{func}({packed(args) if len(args) > MAX_DISPLAY else ', '.join(args)})"
+
+
+def define(func: str, params: Sequence[str]) -> list[str]:
+    """The ``def`` line of the rendered function ``func`` (its body at depth 1), with the
+    line that unpacks its parameters when :func:`call` passes them packed."""
+    if len(params) <= MAX_DISPLAY:
+        return [f"def {func}({', '.join(params)}):"]
+    return [f"def {func}(_packed):", f"    {', '.join(params)} = _packed"]
 
 
 def arg_names(fn: ir.Function) -> list[str]:
@@ -226,16 +263,27 @@ class FunctionRenderer(Visitor):
         if not is_float(t):
             raise Unsupported(f"{self.fn.source}: {f} on {np.dtype(t).name} "
                               "(math intrinsics take floats)")
+        if f == "fma":  # rounded once (LLVM's fma; the oracle's is exact too)
+            return f"{self.helper(f, t)}({', '.join(args)})"
         if entry.numpy is None:  # computed in double, then rounded, as g.math does
             doubles = ", ".join(f"np.float64({a})" for a in args)
             return f"{tname(t)}(math.{f}({doubles}))"
         return f"{tname(t)}(np.{entry.numpy}({', '.join(args)}))"
 
+    def visit_LocalLoad(self, e: ir.LocalLoad) -> str:
+        return f"{var(e.base.name)}[{', '.join(self.expr(i) for i in e.index)}]"
+
+    def visit_MakeTuple(self, e: ir.MakeTuple) -> str:
+        return f"({', '.join(self.expr(i) for i in e.items)})"
+
+    def visit_TupleItem(self, e: ir.TupleItem) -> str:
+        return f"{self.expr(e.value)}[{e.index}]"
+
     def visit_CallFunction(self, e: ir.CallFunction) -> str:
         args: list[str] = []
         for a in e.args:
             args.extend(self.flatten(a) if is_aggregate(a.type) else [self.expr(a)])
-        return f"f_{e.func}({', '.join(args)})"
+        return call(f"f_{e.func}", args)
 
     # statements --------------------------------------------------------------------------
 
@@ -258,6 +306,10 @@ class FunctionRenderer(Visitor):
                 self.emit(depth, f"{name} = {value}")
         else:
             self.emit(depth, f"{self.name_of(s.name)} = {self.expr(s.value)}")
+
+    def visit_LocalStore(self, s: ir.LocalStore, depth: int) -> None:
+        index = ", ".join(self.expr(i) for i in s.index)
+        self.emit(depth, f"{var(s.base.name)}[{index}] = {self.expr(s.value)}")
 
     def visit_If(self, s: ir.If, depth: int) -> None:
         self.emit(depth, f"if {self.expr(s.cond)}:")
@@ -302,11 +354,13 @@ class FunctionRenderer(Visitor):
         if is_aggregate(fn.ret):
             raise Unsupported(f"{fn.source}: kernel function {fn.name} returns a record")
         self.emit(0, f"@njit(**{options})")
-        self.emit(0, f"def f_{fn.name}({', '.join(arg_names(fn))}):")
+        self.lines.extend(define(f"f_{fn.name}", arg_names(fn)))
         for name, t in fn.locals:
-            if not is_aggregate(t):
-                self.emit(1, f"{var(name)} = {const(0, t)}")
+            if isinstance(t, ir.LocalType):  # zeroed, as the oracle's numpy.zeros
+                self.emit(1, f"{var(name)} = np.zeros({t.shape}, {tname(t.elem)})")
+            elif not is_aggregate(t):
+                self.emit(1, f"{var(name)} = {zero(t)}")
         self.block(fn.body, 1)
         if not (fn.body and isinstance(fn.body[-1], ir.Return)):
-            self.emit(1, f"return {const(0, fn.ret)}")
+            self.emit(1, f"return {zero(fn.ret)}")  # type: ignore[arg-type]
         return "\n".join(self.lines) + "\n"
