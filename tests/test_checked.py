@@ -314,6 +314,22 @@ def test_unchecked_source_is_the_plain_rendering(name: str) -> None:
     assert "v_ck_fault" in g.RawKernel(kernel, "cpu", checked=True).source
 
 
+@g.raw_kernel
+def ck_local(out: g.GlobalPtr[g.f32], k: g.i64):
+    acc = g.local_array(g.f32, 4)
+    i = B.global_id(0)
+    acc[i % 4] = g.f32(i)
+    out[i] = acc[k]
+
+
+def test_local_arrays_are_checked_against_their_shape() -> None:
+    """A raw kernel's local array is one more checked array (the CPU does not run local
+    arrays in a raw kernel's body yet; the C family does)."""
+    ins = instrument(ck_local.lower())
+    assert [(s.access, s.array, s.shape) for s in ins.sites] == \
+        [("write", "acc", (4,)), ("read", "acc", (4,)), ("write", "out", None)]
+
+
 # ---- the C family ----------------------------------------------------------------------
 @pytest.mark.parametrize("name", ["transpose", "histogram", "atomics", "stencil", "saxpy"])
 def test_checked_c_family_source_compiles(name: str) -> None:

@@ -7,8 +7,9 @@ the C family's and any third party's, runs it with no code of its own):
 * the entry gains arguments after the user's: one ``u64`` extent (element count) per
   ``GlobalPtr`` parameter, passed by the host, then the *fault record*, a small device
   array of :data:`RECORD_WORDS` ``u64`` words (type :class:`FaultRecord`);
-* every ``Load``, ``Store`` and ``Atomic`` of a global or shared array, and every
-  ``Index`` of a params array, first checks its index against the extent (one unsigned
+* every ``Load``, ``Store`` and ``Atomic`` of a global or shared array, every
+  ``LocalLoad`` and ``LocalStore`` of a local array, and every ``Index`` of a params
+  array, first checks its index against the extent (one unsigned
   comparison: a negative index is a huge one). Out of range, a store or atomic is not
   performed and a load reads 0; the first fault of the launch (a compare-and-swap of word
   0 from 0) writes the access's site, the index, the extent and the thread into the
@@ -31,7 +32,8 @@ in race tracking (two atomics never race; an atomic against a plain access is no
 
 :func:`instrument` also returns the *sites* (:class:`Site`): what each access is and
 where it is written, so the host can name the kernel's array and line in the error.
-Another kind of array (a local array) is one more case of :func:`_extents`.
+Another kind of array is one more case of :func:`_extents` (its extent along each
+dimension) and of the access nodes :meth:`_Instrumenter.expr` and ``stmt`` rewrite.
 """
 
 from __future__ import annotations
@@ -194,35 +196,54 @@ class _Instrumenter:
                               f"{_MAX_SITES} array accesses")
         return len(self.sites)
 
+    def won(self, code: int) -> ir.Expr:
+        """True in the thread whose compare-and-swap of word 0 from 0 to ``code`` wins."""
+        cas = ir.Atomic("cas", self.fault, (_c(0),), _c(code, u64), _c(0, u64), u64)  # type: ignore[arg-type]
+        return _cmp("eq", cas, _c(0, u64))
+
+    @staticmethod
+    def words(words: dict[int, ir.Expr]) -> dict[int, ir.Expr]:
+        """``words`` and the thread's (block and thread ids, the block's x and y sizes)."""
+        return {**words, **{3 + d: _u(_geo("block_id", d)) for d in range(3)},
+                **{6 + d: _u(_geo("local_id", d)) for d in range(3)},
+                10: _u(_geo("block_dim", 0)), 11: _u(_geo("block_dim", 1))}
+
     def record(self, code: int, words: dict[int, ir.Expr]) -> ir.Expr:
         """A bool expression that is always False and, when it wins the record (word 0 was
-        0), writes ``words`` and the thread into it."""
-        f = self.fault
-        won = _cmp("eq", ir.Atomic("cas", f, (_c(0),), _c(code, u64), _c(0, u64), u64),  # type: ignore[arg-type]
-                   _c(0, u64))
-        words = {**words, **{3 + d: _u(_geo("block_id", d)) for d in range(3)},
-                 **{6 + d: _u(_geo("local_id", d)) for d in range(3)},
-                 10: _u(_geo("block_dim", 0)), 11: _u(_geo("block_dim", 1))}
+        0), writes ``words`` and the thread into it (by atomic exchanges: an expression
+        cannot store)."""
         acc: ir.Expr | None = None
-        for k in sorted(words):
-            a = ir.Atomic("exch", f, (_c(k),), words[k], None, u64)  # type: ignore[arg-type]
+        for k, w in sorted(self.words(words).items()):
+            a = ir.Atomic("exch", self.fault, (_c(k),), w, None, u64)  # type: ignore[arg-type]
             acc = a if acc is None else _bin("bitor", acc, a, u64)
         assert acc is not None
-        return _and(won, _cmp("eq", _bin("bitand", acc, _c(0, u64), u64), _c(1, u64)))
+        return _and(self.won(code),
+                    _cmp("eq", _bin("bitand", acc, _c(0, u64), u64), _c(1, u64)))
+
+    def record_stmt(self, code: int, words: dict[int, ir.Expr]) -> ir.Stmt:
+        """:meth:`record` as a statement (plain stores after the winning compare-and-swap:
+        less code on the cold path, so the hot one optimizes as before)."""
+        stores = tuple(ir.Store(self.fault, (_c(k),), w)
+                       for k, w in sorted(self.words(words).items()))
+        return ir.If(self.won(code), stores, ())
 
     def bounds(self, index: tuple[ir.Expr, ...], extents: tuple[ir.Expr, ...], site: int
-               ) -> tuple[ir.Expr, ir.Expr]:
-        """(every index in range, the record of the first that is not)."""
+               ) -> tuple[ir.Expr, ir.Expr, ir.Stmt]:
+        """(every index in range, the record of the first that is not as an expression and
+        as a statement)."""
         ok: ir.Expr | None = None
         fault: ir.Expr | None = None
+        stmt: ir.Stmt | None = None
         for d in reversed(range(len(index))):
             inside = _cmp("lt", _u(index[d]), extents[d])
-            rec = self.record((BOUNDS << 32) | site, {1: _u(index[d]), 2: extents[d],
-                                                     9: _c(d, u64)})
+            code = (BOUNDS << 32) | site
+            words = {1: _u(index[d]), 2: extents[d], 9: _c(d, u64)}
+            rec, rec_stmt = self.record(code, words), self.record_stmt(code, words)
             ok = inside if ok is None else _and(inside, ok)
             fault = rec if fault is None else ir.Select(inside, fault, rec, np.bool_)  # type: ignore[arg-type]
-        assert ok is not None and fault is not None
-        return ok, fault
+            stmt = rec_stmt if stmt is None else ir.If(inside, (stmt,), (rec_stmt,))
+        assert ok is not None and fault is not None and stmt is not None
+        return ok, fault, stmt
 
     # -- race tracking ------------------------------------------------------------------
     def thread1(self) -> ir.Expr:
@@ -233,16 +254,19 @@ class _Instrumenter:
                                 dim[0]), lid[0])
         return _bin("add", flat, _c(1))
 
+    def interval(self) -> ir.Expr:
+        """The barrier interval's field of a stamp (masks and a multiplication: no shift,
+        whose IR semantics cost a range check)."""
+        return _bin("mul", _bin("bitand", self.epoch, _c((1 << _EPOCH_BITS) - 1)),
+                    _c(1 << _TID_BITS))
+
     def stamp(self, site: int) -> ir.Expr:
-        epoch = _bin("bitand", self.epoch, _c((1 << _EPOCH_BITS) - 1))
         head = _c(site << (_EPOCH_BITS + _TID_BITS))
-        return _bin("bitor", _bin("bitor", head, _bin("lshift", epoch, _c(_TID_BITS))),
-                    self.thread1())
+        return _bin("bitor", _bin("bitor", head, self.interval()), self.thread1())
 
     def same_interval(self, stamp: ir.Expr) -> ir.Expr:
-        epoch = _bin("bitand", _bin("rshift", stamp, _c(_TID_BITS)),
-                     _c((1 << _EPOCH_BITS) - 1))
-        return _cmp("eq", epoch, _bin("bitand", self.epoch, _c((1 << _EPOCH_BITS) - 1)))
+        field = ((1 << _EPOCH_BITS) - 1) << _TID_BITS
+        return _cmp("eq", _bin("bitand", stamp, _c(field)), self.interval())
 
     def other_thread(self, stamp: ir.Expr) -> ir.Expr:
         """True when ``stamp`` is of this barrier interval and another thread."""
@@ -251,6 +275,10 @@ class _Instrumenter:
 
     def race(self, site: int, flat: ir.Expr, other: ir.Expr, kind: int) -> ir.Expr:
         return self.record((RACE << 32) | site, {1: _u(flat), 2: _u(other), 9: _c(kind, u64)})
+
+    def race_stmt(self, site: int, flat: ir.Expr, other: ir.Expr, kind: int) -> ir.Stmt:
+        return self.record_stmt((RACE << 32) | site,
+                                {1: _u(flat), 2: _u(other), 9: _c(kind, u64)})
 
     def flat(self, base: ir.Var, index: tuple[ir.Expr, ...]) -> ir.Expr:
         shape = base.type.shape  # type: ignore[union-attr]
@@ -265,16 +293,31 @@ class _Instrumenter:
         k = self.flat(base, index)
         lw, l1, l2 = (ir.Load(v, (k,), i64) for v in (w, r1, r2))  # type: ignore[arg-type]
         return [
-            ir.If(self.other_thread(lw), (ir.Evaluate(self.race(site, k, lw, 0)),), ()),
-            ir.If(self.other_thread(l1), (ir.Evaluate(self.race(site, k, l1, 1)),),
-                  (ir.If(self.same_interval(l2), (ir.Evaluate(self.race(site, k, l2, 1)),),
+            ir.If(self.other_thread(lw), (self.race_stmt(site, k, lw, 0),), ()),
+            ir.If(self.other_thread(l1), (self.race_stmt(site, k, l1, 1),),
+                  (ir.If(self.same_interval(l2), (self.race_stmt(site, k, l2, 1),),
                          ()),)),
             ir.Store(w, (k,), self.stamp(site)),
         ]
 
+    def read_checks(self, base: ir.Var, index: tuple[ir.Expr, ...], site: int
+                    ) -> tuple[ir.Stmt, ...]:
+        """Statements that check a read against the last writer and stamp the element's
+        readers (the first, and the latest other than the first)."""
+        w, r1, r2 = self.shadows[base.name]
+        k = self.flat(base, index)
+        lw, l1 = ir.Load(w, (k,), i64), ir.Load(r1, (k,), i64)  # type: ignore[arg-type]
+        tid1 = _bin("bitand", l1, _c((1 << _TID_BITS) - 1))
+        stamp = self.stamp(site)
+        return (ir.If(self.other_thread(lw), (self.race_stmt(site, k, lw, 2),), ()),
+                ir.If(self.same_interval(l1),
+                      (ir.If(_cmp("ne", tid1, self.thread1()), (ir.Store(r2, (k,), stamp),),
+                             ()),),
+                      (ir.Store(r1, (k,), stamp),)))
+
     def read_hook(self, base: ir.Var, index: tuple[ir.Expr, ...], site: int) -> ir.Expr:
-        """A bool expression, always False, that checks a read against the last writer and
-        stamps the element's readers."""
+        """:meth:`read_checks` as a bool expression, always False, for a read inside a
+        conditional expression or a loop condition (stamping through atomic exchanges)."""
         w, r1, r2 = self.shadows[base.name]
         k = self.flat(base, index)
         lw, l1 = ir.Load(w, (k,), i64), ir.Load(r1, (k,), i64)  # type: ignore[arg-type]
@@ -296,7 +339,7 @@ class _Instrumenter:
                              self.expr(e.if_false, None), e.type)
         if isinstance(e, ir.Logical):
             return ir.Logical(e.op, self.expr(e.lhs, hoist), self.expr(e.rhs, None), e.type)
-        if isinstance(e, (ir.Load, ir.Atomic)):
+        if isinstance(e, (ir.Load, ir.LocalLoad, ir.Atomic)):
             return self.access(e, hoist)
         if isinstance(e, ir.Index):
             return self.index(e, hoist)
@@ -330,13 +373,21 @@ class _Instrumenter:
             out.append(i)
         return tuple(out)
 
-    def access(self, e: ir.Load | ir.Atomic, hoist: list[ir.Stmt] | None) -> ir.Expr:
-        index = self.indices(e.index, hoist, e.where)
+    def access(self, e: ir.Load | ir.LocalLoad | ir.Atomic, hoist: list[ir.Stmt] | None
+               ) -> ir.Expr:
+        where = getattr(e, "where", "")
+        index = self.indices(e.index, hoist, where)
         shape = getattr(e.base.type, "shape", None)
-        site = self.site("read" if isinstance(e, ir.Load) else "atomic", e.base, e.where, shape)
-        ok, fault = self.bounds(index, _extents(e.base, self.extent_args), site)
-        if isinstance(e, ir.Load):
+        read = isinstance(e, (ir.Load, ir.LocalLoad))
+        site = self.site("read" if read else "atomic", e.base, where, shape)
+        ok, fault, fault_stmt = self.bounds(index, _extents(e.base, self.extent_args), site)
+        if read:
             inner: ir.Expr = replace(e, index=index)
+            if hoist is not None:  # checked (and race-stamped) before the statement
+                checks = self.read_checks(e.base, index, site) \
+                    if e.base.name in self.shadows else ()
+                hoist.append(ir.If(ok, checks, (fault_stmt,)))
+                return ir.Select(ok, inner, _zero(e.type), e.type)
             if e.base.name in self.shadows:
                 inner = ir.Select(self.read_hook(e.base, index, site), _zero(e.type), inner,
                                   e.type)
@@ -351,7 +402,7 @@ class _Instrumenter:
         (i,) = self.indices((e.index,), hoist, e.where)
         length = base.type.length  # type: ignore[union-attr]
         site = self.site("read", base, e.where, (length,))
-        ok, fault = self.bounds((i,), (_c(length, u64),), site)
+        ok, fault, _ = self.bounds((i,), (_c(length, u64),), site)
         zero = _zero(e.type) if isinstance(e.type, type) else None
         if zero is None:  # an array of arrays: index 0 stands in (the record is written)
             return replace(e, base=base, index=ir.Select(_or_fault(ok, fault), i, _c(0, i.type),
@@ -368,20 +419,23 @@ class _Instrumenter:
 
     def stmt(self, s: ir.Stmt) -> list[ir.Stmt]:
         hoist: list[ir.Stmt] = []
-        if isinstance(s, ir.Store):
-            index = self.indices(s.index, hoist, s.where)
+        if isinstance(s, (ir.Store, ir.LocalStore)):
+            where = getattr(s, "where", "")
+            index = self.indices(s.index, hoist, where)
             value = self.expr(s.value, hoist)
             shape = getattr(s.base.type, "shape", None)
-            site = self.site("write", s.base, s.where, shape)
-            ok, fault = self.bounds(index, _extents(s.base, self.extent_args), site)
+            site = self.site("write", s.base, where, shape)
+            ok, _, fault_stmt = self.bounds(index, _extents(s.base, self.extent_args), site)
             done: list[ir.Stmt] = [replace(s, index=index, value=value)]
             if s.base.name in self.shadows:
                 done = self.write_checks(s.base, index, site) + done
-            return [*hoist, ir.If(ok, tuple(done), (ir.Evaluate(fault),))]
+            return [*hoist, ir.If(ok, tuple(done), (fault_stmt,))]
         if isinstance(s, ir.Assign):
-            return [*hoist, ir.Assign(s.name, self.expr(s.value, hoist))]
+            value = self.expr(s.value, hoist)  # fills ``hoist`` first
+            return [*hoist, ir.Assign(s.name, value)]
         if isinstance(s, ir.Evaluate):
-            return [*hoist, ir.Evaluate(self.expr(s.value, hoist))]
+            value = self.expr(s.value, hoist)
+            return [*hoist, ir.Evaluate(value)]
         if isinstance(s, ir.If):
             cond = self.expr(s.cond, hoist)
             return [*hoist, ir.If(cond, self.body(s.body), self.body(s.orelse))]
@@ -410,11 +464,13 @@ class _Instrumenter:
         earlier = _bin("mul", _bin("sub", _bin("floordiv", self.epoch, _c(2)), _c(1)), threads)
         came = _bin("sub", arrivals, earlier)
         last_return = ir.Load(self.arrive, (_c(2),), i64)  # type: ignore[arg-type]
-        record = self.record((BARRIER << 32) | site, {1: _u(came), 2: _u(threads),
-                                                     9: _u(last_return)})
-        return [ir.Evaluate(ir.Atomic("add", self.arrive, (parity,), _c(1), None, i64)),  # type: ignore[arg-type]
-                s, ir.Assign(self.epoch.name, _bin("add", self.epoch, _c(1))),
-                ir.If(_cmp("ne", came, threads), (ir.Evaluate(record),), ())]
+        record = self.record_stmt((BARRIER << 32) | site, {1: _u(came), 2: _u(threads),
+                                                          9: _u(last_return)})
+        # the block's threads run one after another: a plain increment counts exactly
+        count = _bin("add", ir.Load(self.arrive, (parity,), i64), _c(1))  # type: ignore[arg-type]
+        return [ir.Store(self.arrive, (parity,), count), s,
+                ir.Assign(self.epoch.name, _bin("add", self.epoch, _c(1))),
+                ir.If(_cmp("ne", came, threads), (record,), ())]
 
     def threads(self) -> ir.Expr:
         """The block's thread count."""
@@ -422,15 +478,15 @@ class _Instrumenter:
                     _geo("block_dim", 2))
 
     def prologue(self) -> list[ir.Stmt]:
-        """With ``serial``: zero checked mode's shared arrays (one block-stride pass each),
-        a barrier, and the first barrier interval."""
-        lid = _bin("sub", self.thread1(), _c(1))
+        """With ``serial``: the block's first thread zeroes checked mode's shared arrays
+        (one plain loop each: the threads run one after another), a barrier, and the first
+        barrier interval."""
         k = ir.Var(f"{self.p}k", i64)  # type: ignore[arg-type]
         self.new_locals.append((k.name, i64))
-        out: list[ir.Stmt] = [
-            ir.ForRange(k.name, lid, _c(size), self.threads(), (ir.Store(v, (k,), _c(0)),))
-            for v, size in self.cleared]
-        return [*out, ir.Barrier(), ir.Assign(self.epoch.name, _c(1))]
+        clear = tuple(ir.ForRange(k.name, _c(0), _c(size), _c(1), (ir.Store(v, (k,), _c(0)),))
+                      for v, size in self.cleared)
+        return [ir.If(_cmp("eq", self.thread1(), _c(1)), clear, ()), ir.Barrier(),
+                ir.Assign(self.epoch.name, _c(1))]
 
 
 def _or_fault(ok: ir.Expr, fault: ir.Expr) -> ir.Expr:
