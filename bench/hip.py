@@ -23,6 +23,8 @@ from benchkit import events_median as _events
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != os.path.dirname(
     os.path.abspath(__file__))]
 
+from gompute_hip.compiler import compiler_version  # noqa: E402
+
 import gompute_core as g  # noqa: E402
 from gompute_core.plugins import manager  # noqa: E402
 
@@ -65,7 +67,7 @@ def main() -> None:
     else:
         rows.append(("launch host overhead (us/launch)", "none available", hip_us,
                      float("nan"), float("nan"), "info"))
-    table = "\n".join([f"device {dev.name} ({dev.arch}), HIP runtime {dev.runtime_version}",
+    table = "\n".join([f"device {dev.name} ({dev.arch}), {compiler_version()}",
                        "", *metric_table(rows)])
     print(table, flush=True)
     if args.out:

@@ -259,6 +259,9 @@ def main() -> None:
     import pycuda.driver as drv
     from pycuda.compiler import SourceModule
 
+    drv.init()  # the pycuda peer runs in the device's primary context, the one ours runs in
+    peer_context = drv.Device(tiny.device.ordinal).retain_primary_context()
+    peer_context.push()
     mod = SourceModule(CUDA_TINY, no_extern_c=True)
     fn = mod.get_function("cu_tiny")
     fn.prepare("PQf")
@@ -272,12 +275,13 @@ def main() -> None:
           f"prepared_async_call) | {t_launch / t_pycuda:.3f} | <= 1.0 |")
     print(f"| raw launch host overhead, us | {t_launch:.2f} | {t_cupy:.2f} (CuPy RawKernel) | "
           f"{t_launch / t_cupy:.3f} | < 1.0 |")
-    launcher = tiny._launcher
-    cu_launch, cfn, extra, cstream = (launcher._cu_launch, launcher._cfn, launcher._extra_ptr,
-                                      tiny.device.stream.cptr)
+    launcher = tiny._launcher.__self__  # the GpuLauncher whose launch() RawKernel calls
+    cu_launch, cfn, extra, cstream = (launcher._launch, launcher._fn, launcher._extra_ptr,
+                                      tiny.device.stream.handle)
     t_floor = per_launch(lambda: cu_launch(cfn, 1, 1, 1, 256, 1, 1, 0, cstream, None, extra))
     print(f"| (scale) bare cuLaunchKernel via ctypes, nothing checked: {t_floor:.2f} us; our "
           f"checks and dispatch {t_launch - t_floor:.2f} us | | | | |")
+    peer_context.pop()
 
 
 if __name__ == "__main__":

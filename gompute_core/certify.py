@@ -61,6 +61,7 @@ class Collector:
     def pytest_deselected(self, items: Sequence[Any]) -> None:
         """Conformance tests left out for what the backend declares are not applicable
         (record what they needed); tests a ``-k`` or ``-m`` left out are not counted."""
+        from .kinds.support import supported_kinds
         from .testing.plugin import _capabilities, _requirements, tier_of
 
         info = manager.record(self.backend).info
@@ -72,7 +73,7 @@ class Collector:
             if item.get_closest_marker("gompute") is None:
                 continue
             kinds, types, caps = _requirements(item)
-            kinds -= set(info.kinds)
+            kinds -= set(supported_kinds(info))
             types &= set(info.unsupported_types)
             caps -= self._declared
             if kinds or types or caps:

@@ -90,6 +90,8 @@ def cmd_doctor(args: argparse.Namespace, out: TextIO) -> int:
             continue
         tried += 1
         print(f"{rec.name}:", file=out)
+        for warning in avail.warnings:
+            print(f"  WARN  {avail.compiler}: {warning}", file=out)
         try:
             checks = doctor_checks(rec.name)
         except Exception as exc:
@@ -134,7 +136,7 @@ def _import_file(path: Path) -> dict[str, object]:
 
 def cmd_build(args: argparse.Namespace, out: TextIO) -> int:
     """Compile every module-level spec of a file and write the artifacts."""
-    from .runtime.compile import compile, write_artifact
+    from .runtime.compile import compile, contracted, write_artifact
     from .specs import specs_in
 
     path = Path(args.kernels)
@@ -150,15 +152,24 @@ def cmd_build(args: argparse.Namespace, out: TextIO) -> int:
     if not found:
         print(f"gompute build: {path} defines no spec at module level", file=sys.stderr)
         return 1
+    written = 0
     for spec in found:
+        if "entries" not in getattr(spec.kind_object, "needs", {"entries"}):
+            # scan, elementwise: device programs of raw kernels the core writes at run time
+            print(f"{spec.name}: skipped ({spec.kind}: its raw kernels compile on first "
+                  "use)", file=out)
+            continue
         try:
-            artifact = compile(spec, args.backend, args.arch, tuple(args.option))
-            manifest = write_artifact(args.output, artifact, spec.lower())
+            options = tuple(args.option)
+            artifact = compile(spec, args.backend, args.arch, options, contract=args.contract)
+            manifest = write_artifact(args.output, artifact,
+                                      contracted(spec.lower(), args.contract, "build"), options)
         except GomputeError as exc:
             print(f"gompute build: {spec.name}: {type(exc).__name__}: {exc}", file=sys.stderr)
             return 1
         print(f"{spec.name}: {artifact.format} for {artifact.target} -> {manifest}", file=out)
-    print(f"wrote {len(found)} artifact(s) to {args.output}; run with "
+        written += 1
+    print(f"wrote {written} artifact(s) to {args.output}; run with "
           f"GOMPUTE_ARTIFACT_DIR={args.output}", file=out)
     return 0
 
@@ -235,6 +246,9 @@ def build_parser() -> argparse.ArgumentParser:
     build.add_argument("-o", "--output", required=True, help="output directory")
     build.add_argument("--option", action="append", default=[],
                        help="extra compiler option (repeatable)")
+    build.add_argument("--contract", action="store_true",
+                       help="allow floating-point contraction (fused multiply-add): results "
+                            "may differ between backends")
     bench = sub.add_parser("bench", help="run the repository's benchmark script")
     bench.add_argument("target", nargs="?", default="cpu",
                        help="the script bench/TARGET.py of a checkout (cpu, cuda, "

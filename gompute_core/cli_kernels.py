@@ -14,8 +14,11 @@ import numpy as np
 
 from .abi import params
 from .fusion import Fused, Unary
+from .kinds.map import map
+from .kinds.move import gather
+from .kinds.reduce import sum
+from .kinds.zip import zip
 from .runtime.kernel import AutoKernel, Kernel
-from .specs import gather, map, sum, zip
 from .types import f32, i32
 
 

@@ -28,7 +28,6 @@ Needs ``pip install "gompute-core[dask]"``. See ``docs/dask.md``.
 
 from __future__ import annotations
 
-import math
 import sys
 import threading
 import weakref
@@ -46,12 +45,14 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     raise ImportError("gompute_core.dask needs Dask: pip install 'gompute-core[dask]' "
                       "(dask[array] and distributed)") from exc
 
-from . import specs as _specs
 from .abi.params import params as params_class
 from .errors import InvalidArgument
+from .kinds import MAP, kinds
+from .kinds import reduce as _reduce_kind
+from .kinds.map import map_indexed
 from .runtime import checks
 from .runtime.kernel import AutoKernel, Kernel
-from .specs import Spec, _positional_arity, map_indexed
+from .specs import Spec, _positional_arity
 from .types import short_name, u64
 
 __all__ = ["map_blocks", "reduce", "gather", "worker_kernel", "close_worker_kernels",
@@ -60,8 +61,6 @@ __all__ = ["map_blocks", "reduce", "gather", "worker_kernel", "close_worker_kern
 Device = int | Callable[[], int]
 """A device ordinal, or a function a worker calls to get its ordinal."""
 
-_ELEMENTWISE_ARITY = {"map": 1, "map_indexed": 1, "map_to": 1, "zip": 2}
-_INPUT_ROLES = {"map": ("T",), "map_indexed": ("T",), "map_to": ("In",), "zip": ("A", "B")}
 MAX_SPLIT_EVERY = 1024
 """A reduce's default ``split_every``: all partials of up to this many chunks per axis in
 one aggregate task (each tree level is another round of tasks)."""
@@ -253,10 +252,10 @@ def fused_reduce_spec(map_spec: Spec, reduce_spec: Spec) -> tuple[Spec, type]:
             "__doc__": f"Params of {map_spec.name!r} fused into {reduce_spec.name!r}."}))
         T, bs = reduce_spec.T, reduce_spec.block_size
         if reduce_spec.preset is not None:
-            make = getattr(_specs, reduce_spec.preset)
+            make = getattr(_reduce_kind, reduce_spec.preset)
             derived = make(name, T, Q, fused, block_size=bs)
         else:
-            derived = _specs.reduce(name, T, Q, reduce_spec.combine, reduce_spec.identity,
+            derived = _reduce_kind.reduce(name, T, Q, reduce_spec.combine, reduce_spec.identity,
                                     fused, block_size=bs)
         _fused_specs[key] = (derived, Q)
         return derived, Q
@@ -272,50 +271,38 @@ def _fused_params(map_spec: Spec, map_p: Any, reduce_spec: Spec, p: Any) -> tupl
 
 
 # ------------------------------------------------------------------ chunk functions
-def _map_chunk(data: Any, *, spec: Spec, p: Any, backend: str | None,
-               device: Device | None) -> Any:
-    out = data.copy()  # C-contiguous; a Dask chunk is never written in place
-    if out.size:
-        _run(spec, backend, device, out, p)
-    return out
+class _Chunk(NamedTuple):
+    """What a kind's Dask chunk rule (``Kind.dask_chunk``) runs its chunk with: the
+    worker's backend and device, and the helpers below."""
+
+    backend: str | None
+    device: Device | None
+
+    def run(self, spec: Spec, *args: Any) -> Any:
+        """``Kernel.run(*args)`` of ``spec`` on this worker's handle."""
+        return _run(spec, self.backend, self.device, *args)
+
+    @staticmethod
+    def contiguous(chunk: Any) -> Any:
+        """``chunk`` C-contiguous (by its own array library)."""
+        return _contiguous(chunk)
+
+    @staticmethod
+    def empty_like(chunk: Any, dtype: Any) -> Any:
+        """An uninitialised array shaped like ``chunk`` (of its library), of ``dtype``."""
+        return np.empty_like(chunk, dtype=dtype)
+
+    @staticmethod
+    def offset_spec(spec: Spec) -> tuple[Spec, type]:
+        """:func:`offset_spec`."""
+        return offset_spec(spec)
 
 
-def _map_indexed_chunk(data: Any, *, spec: Spec, p: Any, backend: str | None,
+def _elementwise_chunk(*blocks: Any, spec: Spec, p: Any, backend: str | None,
                        device: Device | None, block_info: dict[Any, Any] | None = None
                        ) -> Any:
-    out = data.copy()
-    if out.size:
-        location = block_info[0]["array-location"]
-        shape = block_info[0]["shape"]
-        base = location[0][0] * math.prod(shape[1:]) if shape else 0
-        derived, Q = offset_spec(spec)
-        q = Q(base=base, inner=p) if spec.params is not None else Q(base=base)
-        _run(derived, backend, device, out, q)
-    return out
-
-
-def _map_to_chunk(inp: Any, *, spec: Spec, p: Any, backend: str | None,
-                  device: Device | None) -> Any:
-    inp = _contiguous(inp)
-    out = np.empty_like(inp, dtype=spec.Out)
-    if inp.size:
-        _run(spec, backend, device, inp, out, p)
-    return out
-
-
-def _zip_chunk(a: Any, b: Any, *, spec: Spec, p: Any, backend: str | None,
-               device: Device | None) -> Any:
-    a, b = _contiguous(a), _contiguous(b)
-    out = np.empty_like(a, dtype=spec.Out)
-    if a.size:
-        _run(spec, backend, device, a, b, out, p)
-    return out
-
-
-_CHUNK_FUNCTIONS: dict[str, Callable[..., Any]] = {
-    "map": _map_chunk, "map_indexed": _map_indexed_chunk, "map_to": _map_to_chunk,
-    "zip": _zip_chunk,
-}
+    """One chunk of ``map_blocks``: the spec's kind's chunk rule."""
+    return spec.kind_object.dask_chunk(_Chunk(backend, device), spec, p, blocks, block_info)
 
 
 def _on_device(chunk: Any) -> bool:
@@ -431,33 +418,33 @@ def map_blocks(spec: Spec, *arrays: Any, p: Any = None, backend: str | None = No
     """
     if not isinstance(spec, Spec):
         raise InvalidArgument(f"spec: expected a Spec (g.map, g.zip, ...), got {spec!r}")
-    arity = _ELEMENTWISE_ARITY.get(spec.kind)
-    if arity is None:
-        raise InvalidArgument(f"spec {spec.name!r} is a {spec.kind}; map_blocks runs map, "
-                              "map_indexed, map_to and zip (use gompute_core.dask.reduce / "
-                              "gather)")
-    if len(arrays) != arity:
-        raise InvalidArgument(f"map_blocks({spec.name!r}): a {spec.kind} takes {arity} "
+    kind = spec.kind_object
+    inputs = kind.dask_inputs
+    if not inputs:
+        runs = ", ".join(k.name for k in kinds() if k.dask_inputs)
+        raise InvalidArgument(f"spec {spec.name!r} is a {spec.kind}; map_blocks runs {runs} "
+                              "(use gompute_core.dask.reduce / gather)")
+    if len(arrays) != len(inputs):
+        raise InvalidArgument(f"map_blocks({spec.name!r}): a {spec.kind} takes {len(inputs)} "
                               f"array(s), got {len(arrays)}")
-    roles = _INPUT_ROLES[spec.kind]
-    names = ("a", "b") if spec.kind == "zip" else ("data" if arity == 1 else "inp",)
-    for arr, role, name in zip(arrays, roles, names, strict=True):
+    for arr, (name, role) in zip(arrays, inputs, strict=True):
         _check_dask_array(arr, name, getattr(spec, role))
-    if spec.kind == "zip" and arrays[0].shape != arrays[1].shape:
-        raise InvalidArgument(f"b: shape {arrays[1].shape} does not match a's "
-                              f"{arrays[0].shape}; no truncation or broadcasting")
-    if spec.kind == "zip" and arrays[1].chunks != arrays[0].chunks:
+    if len(arrays) == 2 and arrays[0].shape != arrays[1].shape:
+        raise InvalidArgument(f"{inputs[1][0]}: shape {arrays[1].shape} does not match "
+                              f"{inputs[0][0]}'s {arrays[0].shape}; no truncation or "
+                              "broadcasting")
+    if len(arrays) == 2 and arrays[1].chunks != arrays[0].chunks:
         arrays = (arrays[0], arrays[1].rechunk(arrays[0].chunks))
-    if spec.kind == "map_indexed":
-        _check_flat_chunks(arrays[0], "data", "map_indexed (global element indices)")
+    if not kind.pipelines:
+        _check_flat_chunks(arrays[0], inputs[0][0], f"{spec.kind} (global element indices)")
     checks.params(p, spec.params, spec.name)
     _check_target(backend, device)
-    out_type = spec.T if spec.kind in ("map", "map_indexed") else spec.Out
+    out_type = getattr(spec, kind.output_role)
     meta = meta_from_array(arrays[0], dtype=out_type)  # NumPy, or CuPy for CuPy chunks
-    result = da.map_blocks(_CHUNK_FUNCTIONS[spec.kind], *arrays, dtype=out_type, meta=meta,
+    result = da.map_blocks(_elementwise_chunk, *arrays, dtype=out_type, meta=meta,
                            token=f"gompute-{spec.name}", spec=spec, p=p, backend=backend,
                            device=device)
-    if spec.kind == "map":
+    if kind is MAP:
         _remember_map(result, _MapStep(spec, arrays[0], p, backend, device))
     return result
 

@@ -91,12 +91,18 @@ LEGACY, VERSIONED = b"dltensor", b"dltensor_versioned"
 USED_LEGACY, USED_VERSIONED = b"used_dltensor", b"used_dltensor_versioned"
 
 
-def dtype_of(code: int, bits: int, lanes: int) -> np.dtype:
-    """The NumPy dtype of a ``DLDataType`` (``InvalidArgument`` for one NumPy lacks)."""
+_BFLOAT = 4
+
+
+def dtype_of(code: int, bits: int, lanes: int, role: str = "DLPack") -> np.dtype:
+    """The NumPy dtype of a ``DLDataType`` (``InvalidArgument`` naming ``role`` for one
+    NumPy lacks: bfloat16, vectors, odd widths)."""
     kind = _CODE_KINDS.get(code)
     if kind is None or lanes != 1 or bits % 8:
-        raise InvalidArgument(f"DLPack: data type (code {code}, {bits} bits, {lanes} lanes) "
-                              "has no NumPy equivalent")
+        what = f"bfloat{bits}" if code == _BFLOAT and lanes == 1 else \
+            f"(code {code}, {bits} bits, {lanes} lanes)"
+        raise InvalidArgument(f"{role}: the DLPack data type {what} has no NumPy equivalent "
+                              "and no Gompute type; convert it first (a float32 copy, say)")
     return np.dtype(f"{kind}{bits // 8}") if kind != "b" else np.dtype(np.bool_)
 
 
@@ -176,11 +182,14 @@ class Tensor:
     device: tuple[int, int]
     readonly: bool
     hold: Hold
+    strides: tuple[int, ...] | None = None
+    """Element strides (only when consumed ``strided``; None: C-contiguous)."""
 
 
-def consume(capsule: Any, role: str) -> Tensor:
+def consume(capsule: Any, role: str, *, strided: bool = False) -> Tensor:
     """Take ownership of a DLPack capsule and describe it; ``InvalidArgument`` (naming
-    ``role``) for a used capsule or a tensor that is not C-contiguous."""
+    ``role``) for a used capsule or, unless ``strided`` (the tensor's element strides are
+    then returned), a tensor that is not C-contiguous."""
     if _is_valid(capsule, VERSIONED):
         address = _get(capsule, VERSIONED)
         managed: Any = DLManagedTensorVersioned.from_address(address)
@@ -198,7 +207,11 @@ def consume(capsule: Any, role: str) -> Tensor:
     hold = Hold(address, managed.deleter)
     t = managed.dl_tensor
     shape = tuple(t.shape[i] for i in range(t.ndim))
-    dtype = dtype_of(t.dtype.code, t.dtype.bits, t.dtype.lanes)
+    dtype = dtype_of(t.dtype.code, t.dtype.bits, t.dtype.lanes, role)
+    if strided:
+        strides = tuple(t.strides[i] for i in range(t.ndim)) if t.strides else None
+        return Tensor((t.data or 0) + t.byte_offset, dtype, shape,
+                      (t.device.device_type, t.device.device_id), readonly, hold, strides)
     if t.strides and any(n > 1 for n in shape):
         expect = dtype.itemsize
         for i in reversed(range(t.ndim)):

@@ -104,6 +104,43 @@ class KernelSyntaxError(GomputeError, TypeError):
         super().__init__(f"{where}{message}")
 
 
+class OutOfBounds(GomputeError):
+    """A checked raw kernel (``checked=True``, ``GOMPUTE_CHECKED=1``) indexed an array
+    outside its extent; raised at the next synchronization. The faulting access was not
+    performed (a load read 0). Attributes: ``kernel``, ``array``, ``access`` (``"read"``,
+    ``"write"`` or ``"atomic"``), ``index``, ``extent``, ``dim`` (the dimension of a 2-D
+    shared array), ``where`` (``file:line``), ``block`` and ``thread`` (ids as 3-tuples)."""
+
+    def __init__(self, message: str, **fields: object) -> None:
+        super().__init__(message)
+        self.__dict__.update(fields)
+
+
+class DataRace(GomputeError):
+    """A checked raw kernel on a backend that tracks races (the CPU) had two threads of a
+    block write, or one write and another read, one element of a shared array between two
+    barriers; raised at the next synchronization. Attributes: ``kernel``, ``array``,
+    ``element`` (its flat index), ``kind`` (``"write after write"``, ``"write after read"``
+    or ``"read after write"``), ``block``, ``thread`` and ``where`` (this access),
+    ``other_thread`` and ``other_where`` (the earlier access)."""
+
+    def __init__(self, message: str, **fields: object) -> None:
+        super().__init__(message)
+        self.__dict__.update(fields)
+
+
+class BarrierDivergence(GomputeError):
+    """A checked raw kernel on a backend that tracks it (the CPU) reached a ``barrier()``
+    with fewer than all the threads of a block (the others had returned); raised at the
+    next synchronization. Attributes: ``kernel``, ``where`` (the barrier's ``file:line``),
+    ``block``, ``arrived``, ``threads`` (the block's), ``returned_thread`` and
+    ``returned_where`` (the last thread that returned, and its ``return``)."""
+
+    def __init__(self, message: str, **fields: object) -> None:
+        super().__init__(message)
+        self.__dict__.update(fields)
+
+
 class AbiError(GomputeError, TypeError):
     """A params field that cannot cross to the device; the message names its path."""
 

@@ -6,8 +6,9 @@ default, opts out), ``stream_handle``/``order_streams`` (stream
 ordering with foreign streams), ``pointer_ordinal`` and ``_borrow`` (a
 buffer over foreign device memory).
 
-**Producing** (:class:`Exports`, mixed into :class:`~gompute_core.backend.Buffer`
-and :class:`TypedView`): ``__dlpack__``/``__dlpack_device__`` everywhere a
+**Producing** (:class:`~gompute_core.backend.exports.Exports`, in the SDK's layer: mixed
+into :class:`~gompute_core.backend.Buffer` and
+:class:`~gompute_core.backend.exports.TypedView`): ``__dlpack__``/``__dlpack_device__`` everywhere a
 device type is declared, ``__cuda_array_interface__`` (v3) on CUDA devices and
 ``__array_interface__`` on host memory. The array is typed and shaped as the
 buffer's element type and count, or as ``buf.typed(dtype, shape)`` says. The
@@ -25,13 +26,13 @@ and wrapped as memory we never free. :func:`as_buffer` and
 from __future__ import annotations
 
 import math
-from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from . import dlpack
+from .backend.exports import device_type, where
 from .errors import InvalidArgument
 
 if TYPE_CHECKING:
@@ -44,129 +45,6 @@ BACKEND_OF_DEVICE_TYPE = {dlpack.KDL_CPU: "cpu", dlpack.KDL_CUDA: "cuda",
 _COMPATIBLE = {dlpack.KDL_CUDA: (dlpack.KDL_CUDA, dlpack.KDL_CUDA_MANAGED),
                dlpack.KDL_ROCM: (dlpack.KDL_ROCM,), dlpack.KDL_CPU: (dlpack.KDL_CPU,)}
 """Foreign device types a device of each type computes on."""
-
-
-def device_type(device: Device) -> int | None:
-    """``device``'s DLPack device type, None when it declares none (no interop: only its own
-    buffers are taken, and they export nothing)."""
-    return device.dlpack_device_type
-
-
-def where(dl_device: tuple[int, int]) -> str:
-    """``(type, id)`` as a message names it (``cuda:1``; ``cuda`` when the id is unknown)."""
-    name = dlpack.DEVICE_NAMES.get(dl_device[0], f"device type {dl_device[0]}")
-    return name if dl_device[1] < 0 else f"{name}:{dl_device[1]}"
-
-
-# ---- producing --------------------------------------------------------------------------------
-def _shape(nbytes: int, dtype: np.dtype, shape: Any) -> tuple[int, ...]:
-    count = nbytes // dtype.itemsize
-    if shape is None:
-        return (count,)
-    dims = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
-    if any(isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 0 for d in dims):
-        raise InvalidArgument(f"shape: expected non-negative ints, got {shape!r}")
-    dims = tuple(int(d) for d in dims)
-    if int(np.prod(dims, dtype=np.int64)) * dtype.itemsize > nbytes:
-        raise InvalidArgument(f"shape: {dims} of {dtype} needs "
-                              f"{int(np.prod(dims)) * dtype.itemsize} bytes; the buffer holds "
-                              f"{nbytes}")
-    return dims
-
-
-class Exports(ABC):
-    """The producer protocols of a typed, shaped view of a buffer (``_export_view``)."""
-
-    __slots__ = ()
-
-    @abstractmethod
-    def _export_view(self) -> tuple[Buffer, np.dtype, tuple[int, ...]]:
-        """The buffer, element type and shape this object exports."""
-
-    def _exporting(self, what: str, missing: type[Exception] = BufferError
-                   ) -> tuple[Buffer, np.dtype, tuple[int, ...], int]:
-        buf, dtype, shape = self._export_view()
-        kind = device_type(buf.device)
-        if kind is None:
-            raise missing(f"{what}: backend {buf.device.backend!r} declares no DLPack device "
-                          "type")
-        buf._live(what)
-        return buf, dtype, shape, kind
-
-    def __dlpack_device__(self) -> tuple[int, int]:
-        """``(device type, ordinal)`` of the memory (DLPack)."""
-        buf, _, _, kind = self._exporting("__dlpack_device__")
-        return kind, buf.device.ordinal
-
-    def __dlpack__(self, *, stream: Any = None, max_version: Any = None,
-                   dl_device: Any = None, copy: Any = None) -> Any:
-        """A DLPack capsule viewing this memory (never a copy). ``stream`` is where the
-        consumer will use it: that stream is made to wait for the device's stream (-1:
-        no ordering; None on CUDA: the legacy default stream)."""
-        buf, dtype, shape, kind = self._exporting("__dlpack__")
-        here = (kind, buf.device.ordinal)
-        if dl_device is not None and tuple(dl_device) != here:
-            raise BufferError(f"__dlpack__: the memory is on {where(here)}; exporting to "
-                              f"{dl_device} would need a copy")
-        if copy:
-            raise BufferError("__dlpack__: Gompute buffers export views, never copies")
-        device = buf.device
-        if kind == dlpack.KDL_CPU:
-            if stream is not None:
-                raise BufferError(f"__dlpack__: stream must be None for CPU memory, got "
-                                  f"{stream!r}")
-        elif stream != -1:
-            ours = device.stream_handle(device.stream)
-            theirs = 1 if stream is None else int(stream)
-            if ours is not None and theirs != ours and theirs not in device.ordered_streams:
-                device.order_streams(theirs, ours)
-        versioned = max_version is not None and tuple(max_version)[0] >= dlpack.VERSION[0]
-        return dlpack.export(buf.addr, dtype, shape, here, buf, versioned=versioned)
-
-    @property
-    def __cuda_array_interface__(self) -> dict[str, Any]:
-        """CUDA Array Interface v3 (CUDA devices only); ``stream`` is the device's."""
-        buf, dtype, shape, kind = self._exporting("__cuda_array_interface__",
-                                                   AttributeError)
-        if kind not in (dlpack.KDL_CUDA, dlpack.KDL_CUDA_MANAGED):
-            raise AttributeError("__cuda_array_interface__: not CUDA memory")
-        device = buf.device
-        return {"shape": shape, "typestr": dtype.str, "data": (buf.addr, False), "version": 3,
-                "strides": None, "stream": device.stream_handle(device.stream)}
-
-    @property
-    def __array_interface__(self) -> dict[str, Any]:
-        """NumPy's array interface (host memory only): ``np.asarray(buf)`` is a view."""
-        buf, dtype, shape, kind = self._exporting("__array_interface__", AttributeError)
-        if kind != dlpack.KDL_CPU:
-            raise AttributeError("__array_interface__: not host memory")
-        return {"shape": shape, "typestr": dtype.str, "data": (buf.addr, False), "version": 3,
-                "strides": None}
-
-
-class TypedView(Exports):
-    """``buf`` seen as ``shape`` elements of ``dtype`` by other libraries (keeps it alive)."""
-
-    __slots__ = ("buffer", "dtype", "shape")
-
-    def __init__(self, buffer: Buffer, dtype: Any, shape: Any = None) -> None:
-        self.buffer = buffer
-        self.dtype = np.dtype(dtype)
-        self.shape = _shape(buffer.nbytes, self.dtype, shape)
-
-    def _export_view(self) -> tuple[Buffer, np.dtype, tuple[int, ...]]:
-        return self.buffer, self.dtype, self.shape
-
-    def __repr__(self) -> str:
-        return f"<TypedView {self.shape} {self.dtype} of {self.buffer!r}>"
-
-
-def buffer_shape(buf: Buffer) -> tuple[Buffer, np.dtype, tuple[int, ...]]:
-    """A buffer's own export view: its element type (``uint8`` unless it has one) and
-    count, or the shape it was borrowed with."""
-    dtype = buf.dtype
-    shape = buf.shape if buf.shape is not None else (buf.nbytes // dtype.itemsize,)
-    return buf, dtype, shape
 
 
 # ---- consuming --------------------------------------------------------------------------------
@@ -255,20 +133,65 @@ def _readonly(cai: dict[str, Any]) -> bool:
         return False
 
 
+def cuda_interface(obj: Any, role: str) -> dict[str, Any] | None:
+    """``obj.__cuda_array_interface__``, or None when it has none. A producer whose
+    interface raises (torch for bfloat16, or for a tensor that requires grad) gives None
+    when it also speaks DLPack (described that way, checked there), else an
+    ``InvalidArgument`` naming ``role`` and the producer's reason."""
+    try:
+        return getattr(obj, "__cuda_array_interface__", None)  # type: ignore[no-any-return]
+    except Exception as exc:
+        if hasattr(obj, "__dlpack__"):
+            return None
+        raise InvalidArgument(f"{role}: its __cuda_array_interface__ failed "
+                              f"({type(exc).__name__}: {exc})") from None
+
+
+class _HostTensor:
+    """A consumed host DLPack tensor as NumPy sees it (``np.asarray``): the view keeps this
+    object, and so the producer's memory (``hold``), alive."""
+
+    def __init__(self, t: dlpack.Tensor) -> None:
+        self.hold = t.hold
+        self.__array_interface__ = {"shape": t.shape, "typestr": t.dtype.str,
+                                    "data": (t.addr, t.readonly), "version": 3}
+
+
 def _dlpack(obj: Any, role: str, kind: int | None, stream: int | None) -> Foreign:
     dev = tuple(obj.__dlpack_device__())
-    if dev[0] == dlpack.KDL_CPU:
-        return _from_host(np.from_dlpack(obj), role)
-    if kind is not None and dev[0] not in _COMPATIBLE.get(kind, (kind,)):
+    if dev[0] != dlpack.KDL_CPU and kind is not None and \
+            dev[0] not in _COMPATIBLE.get(kind, (kind,)):
         raise InvalidArgument(f"{role}: the array is on {where(dev)}, not on this kernel's "
                               f"{dlpack.DEVICE_NAMES.get(kind, kind)} device")
+    host = dev[0] == dlpack.KDL_CPU
+    if host:
+        stream = None  # the protocol's only stream for host memory
     try:
         capsule = obj.__dlpack__(stream=stream, max_version=dlpack.VERSION)
     except TypeError:  # a producer from before DLPack 1.0
         capsule = obj.__dlpack__(stream=stream)
-    t = dlpack.consume(capsule, role)
+    t = dlpack.consume(capsule, role)  # a type NumPy lacks (bfloat16) is refused here
+    if host:
+        return _from_host(np.asarray(_HostTensor(t)), role)
     size = math.prod(t.shape)
     return Foreign(t.addr, t.dtype, t.shape, size, t.readonly, t.device, None, t.hold)
+
+
+def _host_interface(obj: Any, role: str) -> np.ndarray:
+    """The NumPy view of an object exposing ``__array_interface__`` (or
+    ``__array_struct__``); a mask (NumPy would drop it) or an interface NumPy refuses (no
+    ``typestr`` or ``shape``, a NULL pointer to elements) is an ``InvalidArgument`` naming
+    ``role``."""
+    ai = getattr(obj, "__array_interface__", None)
+    if isinstance(ai, dict):
+        if ai.get("mask") is not None:
+            raise InvalidArgument(f"{role}: the array interface has a mask (it would be "
+                                  "ignored); pass the unmasked data or fill the masked "
+                                  "elements first")
+    try:
+        return np.asarray(obj)
+    except (ValueError, TypeError, KeyError) as exc:
+        raise InvalidArgument(f"{role}: malformed __array_interface__ ({exc})") from None
 
 
 def describe(obj: Any, role: str, kind: int | None = None,
@@ -280,8 +203,12 @@ def describe(obj: Any, role: str, kind: int | None = None,
     interface is older than v3 (:func:`orders_itself`)."""
     if isinstance(obj, np.ndarray):
         return _from_host(obj, role)
+    if isinstance(obj, np.generic):
+        raise InvalidArgument(f"{role}: a NumPy scalar ({type(obj).__name__}) is not an array "
+                              "(its memory would be a copy, written and dropped); pass an "
+                              "array, np.array([x])")
     if kind != dlpack.KDL_ROCM:
-        cai = getattr(obj, "__cuda_array_interface__", None)
+        cai = cuda_interface(obj, role)
         if cai is not None:
             if orders_itself(obj, cai):
                 return from_cai(obj, cai, role)
@@ -291,7 +218,7 @@ def describe(obj: Any, role: str, kind: int | None = None,
     if hasattr(obj, "__dlpack__"):
         return _dlpack(obj, role, kind, stream)
     if hasattr(obj, "__array_interface__") or hasattr(obj, "__array_struct__"):
-        return _from_host(np.asarray(obj), role)
+        return _from_host(_host_interface(obj, role), role)
     raise InvalidArgument(f"{role}: expected a NumPy array, a Gompute buffer or an array "
                           "exposing __cuda_array_interface__, __dlpack__ or "
                           f"__array_interface__, got {type(obj).__name__}")
@@ -331,14 +258,15 @@ def locate(f: Foreign, device: Device, role: str) -> None:
 
 def borrow(f: Foreign, device: Device) -> Buffer:
     """A borrowed buffer (``owned=False``) of ``device`` over ``f``'s memory, typed and
-    shaped as ``f``; it keeps the producer's object alive and never frees the memory."""
+    shaped as ``f`` and read-only as ``f``; it keeps the producer's object alive and never
+    frees the memory."""
     if f.host is not None:
         buf = device.borrow(f.host)
     else:
         buf = device._borrow(f.addr, f.nbytes)
         if buf.owned:
             raise InvalidArgument(f"{device.backend}: _borrow returned an owned buffer")
-    buf.keep, buf.dtype, buf.shape = f.keep, f.dtype, f.shape
+    buf.keep, buf.dtype, buf.shape, buf.readonly = f.keep, f.dtype, f.shape, f.readonly
     return buf
 
 

@@ -5,6 +5,13 @@ the process), its kind, block size, value types, params class and the Python
 functions it applies. ``spec.lower()`` turns it into the backend-neutral
 :class:`~gompute_core.ir.kernel.KernelIR` (cached), and ``spec.fold(partials)``
 is the host-side fold of reduce partials shared by every backend.
+
+The constructors (``g.map``, ``g.reduce``, ...) live with their kind, in
+:mod:`gompute_core.kinds` (one module per kind: its validation, lowering, launch,
+run and Dask rules); this module keeps what every kind shares: the ``Spec``
+record, the process registry of kernel names and the argument checks. The old
+names ``gompute_core.specs.map`` ... ``gompute_core.specs.scatter`` still resolve
+(to the kinds' constructors).
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ import re
 import sys
 import threading
 import typing
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,11 +32,11 @@ from typing import Any
 import numpy as np
 
 from .errors import InvalidArgument
-from .ir.kernel import KernelIR, Kind
-from .presets import PRESET_COMBINE
-from .types import ScalarType, as_scalar_type, is_float, is_int, short_name, u64
+from .ir.kernel import KernelIR
+from .types import ScalarType, as_scalar_type, is_int, short_name, u64
 
-Preset = typing.Literal["sum", "min", "max", "any", "all"]
+Preset = typing.Literal["sum", "min", "max", "any", "all", "cumsum", "cumprod", "cummax",
+                        "cummin"]
 
 _C_KEYWORDS = frozenset("""
     auto break case char const continue default do double else enum extern float for goto if
@@ -39,9 +47,11 @@ _C_KEYWORDS = frozenset("""
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 _registry_lock = threading.Lock()
-_registry: dict[str, Any] = {}
-"""Every kernel defined in this process by entry name: specs and raw kernels
-(``gompute_core.raw.kernel.RawKernelDef``) share one namespace, as their entry symbols do."""
+_registry: weakref.WeakValueDictionary[str, Any] = weakref.WeakValueDictionary()
+"""Every live kernel defined in this process by entry name: specs and raw kernels
+(``gompute_core.raw.kernel.RawKernelDef``) share one namespace, as their entry symbols do.
+Held weakly: a spec lives as long as someone holds it (a module-level spec, through its
+module); a dropped one is freed and its name can be defined again."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -52,14 +62,17 @@ class Spec:
     map_indexed, reduce, gather, scatter), ``In``/``Out`` (map_to),
     ``A``/``B``/``Out`` (zip), ``Idx`` (gather, scatter). ``fn`` is the
     element function (map kinds), ``combine``/``identity``/``pre`` describe a
-    reduce, ``preset`` names a built-in reduce (``"sum"``, ``"min"``, ...).
+    reduce or a scan, ``preset`` names a built-in one (``"sum"``, ``"min"``, ...,
+    ``"cumsum"``, ...) and ``inclusive`` says what a scan folds.
+    ``kind`` is the kind's name (``"map"``, ...; compare it with strings as before)
+    and ``kind_object`` the kind itself (:mod:`gompute_core.kinds`).
     ``defined_at`` is the ``file:line`` of the constructor call and
     ``defined_in`` the name of the module that made it: a spec pickles by
     reference to that module and its name (see :meth:`__reduce__`).
     """
 
     name: str
-    kind: Kind
+    kind: str
     block_size: int
     params: type | None
     T: ScalarType | None = None
@@ -73,15 +86,18 @@ class Spec:
     identity: Any = None
     pre: Callable[..., Any] | None = None
     preset: Preset | None = None
+    inclusive: bool = True
+    """A scan's: ``y[i]`` folds ``x[i]`` too (False: the elements before ``i`` only)."""
     defined_at: str = ""
     defined_in: str = ""
+    kind_object: Any = field(default=None, repr=False)
+    """The :class:`~gompute_core.kinds.base.Kind` (``kind`` is its name)."""
     _ir: list[KernelIR] = field(default_factory=list, init=False, repr=False)
 
     @property
     def value_types(self) -> tuple[tuple[str, ScalarType], ...]:
         """``(role, type)`` pairs of the roles this kind uses, in ABI order."""
-        roles = ("T", "In", "A", "B", "Out", "Idx")
-        return tuple((r, getattr(self, r)) for r in roles if getattr(self, r) is not None)
+        return tuple((r, getattr(self, r)) for r in self.kind_object.roles)
 
     def lower(self) -> KernelIR:
         """Lower to a :class:`KernelIR` (computed once per spec, then cached).
@@ -103,26 +119,7 @@ class Spec:
         custom ``combine`` runs as plain Python on NumPy scalars from
         ``identity``. An empty ``partials`` gives the identity.
         """
-        if self.kind != "reduce":
-            raise InvalidArgument(f"spec {self.name!r} is a {self.kind}, not a reduce: no fold")
-        T = self.T
-        ident = T(self.identity)
-        if self.preset == "sum":
-            return np.add.reduce(partials, dtype=T, initial=ident)
-        if self.preset == "min":
-            return np.minimum.reduce(partials, dtype=T, initial=ident)
-        if self.preset == "max":
-            return np.maximum.reduce(partials, dtype=T, initial=ident)
-        if self.preset == "any":
-            return T(1) if np.any(partials != 0) else T(0)
-        if self.preset == "all":
-            return T(1) if np.all(partials != 0) else T(0)
-        combine = self.combine
-        acc = ident
-        with np.errstate(all="ignore"):
-            for x in partials:
-                acc = T(combine(acc, x))
-        return acc
+        return self.kind_object.fold(self, partials)
 
     def __reduce__(self) -> tuple[Any, tuple[str, str]]:
         """Pickle by reference: the defining module and the spec's name.
@@ -188,15 +185,21 @@ def spec_by_reference(module: str, name: str) -> Spec:
     return spec
 
 
-_INTERNAL = (os.path.abspath(__file__),
-             os.path.join(os.path.dirname(os.path.abspath(__file__)), "raw", "kernel.py"))
-"""Files whose frames :func:`_caller` skips (the constructors' own)."""
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_INTERNAL = (os.path.abspath(__file__), os.path.join(_HERE, "raw", "kernel.py"))
+"""Files whose frames :func:`_caller` skips (the constructors' own), besides every file
+of :data:`_KIND_MODULES`."""
+_KIND_MODULES = os.path.join(_HERE, "kinds")
+"""The folder of the kinds' modules (their constructors call :func:`_new`)."""
 
 
 def _caller() -> tuple[str, str]:
     """``file:line`` and module name of the first frame outside the kernel constructors."""
     frame = sys._getframe(1)
-    while frame is not None and os.path.abspath(frame.f_code.co_filename) in _INTERNAL:
+    while frame is not None:
+        path = os.path.abspath(frame.f_code.co_filename)
+        if path not in _INTERNAL and os.path.dirname(path) != _KIND_MODULES:
+            break
         frame = frame.f_back
     if frame is None:
         return "<unknown>", ""
@@ -298,6 +301,18 @@ def _check_arity(ctor: str, what: str, fn: Any, shape: str, base: int,
                               f"expected {expect}: {shape}")
 
 
+def _check_fused(ctor: str, f: Any, T: ScalarType, P: type | None) -> None:
+    """A ``g.Fused``/``g.Unary`` function must be declared for the spec's ``T`` and ``P``."""
+    from .fusion import Fused, Unary
+
+    if isinstance(f, (Fused, Unary)):
+        if f.T is not T:
+            raise InvalidArgument(f"{ctor}: {f!r} works on {short_name(f.T)}, the spec's T "
+                                  f"is {short_name(T)}")
+        if f.P is not P:
+            raise InvalidArgument(f"{ctor}: {f!r} takes params {f.P!r}, the spec's P is {P!r}")
+
+
 def _identity_value(ctor: str, identity: Any, T: ScalarType) -> int | float | bool:
     """``identity`` converted to ``T``'s value domain, or ``InvalidArgument``."""
     if isinstance(identity, (bool, np.bool_)):
@@ -327,11 +342,11 @@ def _identity_value(ctor: str, identity: Any, T: ScalarType) -> int | float | bo
 
 
 def _register(spec: Any) -> Any:
-    """Enter ``spec`` (a Spec or a raw kernel) in the process registry; a name defined
-    elsewhere is an error naming both locations.
+    """Enter ``spec`` (a Spec or a raw kernel) in the process registry, weakly; a name a
+    live kernel defined elsewhere is an error naming both locations.
 
     Re-running the same definition (same ``file:line``, e.g. ``importlib.reload``)
-    replaces the earlier spec.
+    replaces the earlier spec; so does a definition of a name whose kernel was dropped.
     """
     with _registry_lock:
         old = _registry.get(spec.name)
@@ -345,190 +360,15 @@ def _register(spec: Any) -> Any:
     return spec
 
 
-def _new(ctor: str, name: Any, kind: Kind, block_size: Any, **fields: Any) -> Spec:
+def _new(ctor: str, name: Any, kind: Any, block_size: Any, *, spec_class: type[Spec] = Spec,
+         **fields: Any) -> Spec:
+    """A new spec of ``kind`` (a :class:`~gompute_core.kinds.base.Kind`), registered;
+    ``spec_class`` is ``Spec`` or a subclass carrying a kind's own fields."""
     defined_at, defined_in = _caller()
-    spec = Spec(name=_check_name(ctor, name), kind=kind, block_size=_check_block(ctor, block_size),
-                defined_at=defined_at, defined_in=defined_in, **fields)
+    spec = spec_class(name=_check_name(ctor, name), kind=kind.name,
+                block_size=_check_block(ctor, block_size), defined_at=defined_at,
+                defined_in=defined_in, kind_object=kind, **fields)
     return _register(spec)
-
-
-def map(name: str, T: Any, P: type | None, f: Callable[..., Any], *,
-        block_size: int = 256) -> Spec:
-    """``data[i] = f(data[i], p)`` in place; ``f(x, p) -> T``."""
-    ctor = f"g.map({name!r})"
-    t = _check_type(ctor, "T", T)
-    P = _check_params(ctor, P)
-    _check_arity(ctor, "kernel function", f, "f(x, p)", 1, P is not None)
-    _check_fused(ctor, f, t, P)
-    return _new(ctor, name, "map", block_size, params=P, T=t, fn=f)
-
-
-def _check_fused(ctor: str, f: Any, T: ScalarType, P: type | None) -> None:
-    """A ``g.Fused``/``g.Unary`` function must be declared for the spec's ``T`` and ``P``."""
-    from .fusion import Fused, Unary
-
-    if isinstance(f, (Fused, Unary)):
-        if f.T is not T:
-            raise InvalidArgument(f"{ctor}: {f!r} works on {short_name(f.T)}, the spec's T "
-                                  f"is {short_name(T)}")
-        if f.P is not P:
-            raise InvalidArgument(f"{ctor}: {f!r} takes params {f.P!r}, the spec's P is {P!r}")
-
-
-def _annotation(ctor: str, hints: dict[str, Any], fn: Any, pname: str, what: str) -> Any:
-    if pname not in hints:
-        raise InvalidArgument(f"{ctor}: {_where(fn)} has no annotation for {pname!r}; "
-                              f"g.map_fn reads {what} from it (e.g. x: g.f32, p: Scale)")
-    return hints[pname]
-
-
-def map_fn(name: str, f: Callable[..., Any], *, block_size: int = 256) -> Spec:
-    """A map whose ``T`` and ``P`` are read from ``f``'s annotations.
-
-    ``def f(x: g.f32, p: Scale) -> g.f32`` (``p`` optional; a return
-    annotation, when present, must be ``T``).
-    """
-    ctor = f"g.map_fn({name!r})"
-    if not inspect.isfunction(f):
-        raise InvalidArgument(f"{ctor}: expected an annotated Python function, got {f!r}")
-    try:
-        hints = typing.get_type_hints(f)
-    except Exception as exc:
-        raise InvalidArgument(f"{ctor}: cannot evaluate the annotations of {_where(f)}: "
-                              f"{type(exc).__name__}: {exc}") from None
-    names = [p.name for p in inspect.signature(f).parameters.values()]
-    if len(names) not in (1, 2):
-        raise InvalidArgument(f"{ctor}: {_where(f)} takes {len(names)} argument(s); "
-                              "expected f(x: T) or f(x: T, p: P)")
-    T = _check_type(ctor, f"annotation of {names[0]!r}",
-                    _annotation(ctor, hints, f, names[0], "T"))
-    P = None
-    if len(names) == 2:
-        P = _check_params(ctor, _annotation(ctor, hints, f, names[1], "P"))
-    if "return" in hints and as_scalar_type(hints["return"]) is not T:
-        raise InvalidArgument(f"{ctor}: {_where(f)} returns {hints['return']!r} but its "
-                              f"argument is {short_name(T)}; a map returns T "
-                              "(use g.map_to for another output type)")
-    return _new(ctor, name, "map", block_size, params=P, T=T, fn=f)
-
-
-def map_to(name: str, In: Any, Out: Any, P: type | None, f: Callable[..., Any], *,
-           block_size: int = 256) -> Spec:
-    """``out[i] = f(inp[i], p)``; ``f(x: In, p) -> Out``."""
-    ctor = f"g.map_to({name!r})"
-    tin = _check_type(ctor, "In", In)
-    tout = _check_type(ctor, "Out", Out)
-    P = _check_params(ctor, P)
-    _check_arity(ctor, "kernel function", f, "f(x, p)", 1, P is not None)
-    return _new(ctor, name, "map_to", block_size, params=P, In=tin, Out=tout, fn=f)
-
-
-def zip(name: str, A: Any, B: Any, Out: Any, P: type | None, f: Callable[..., Any], *,
-        block_size: int = 256) -> Spec:
-    """``out[i] = f(a[i], b[i], p)``; ``f(a: A, b: B, p) -> Out``."""
-    ctor = f"g.zip({name!r})"
-    ta = _check_type(ctor, "A", A)
-    tb = _check_type(ctor, "B", B)
-    tout = _check_type(ctor, "Out", Out)
-    P = _check_params(ctor, P)
-    _check_arity(ctor, "kernel function", f, "f(a, b, p)", 2, P is not None)
-    return _new(ctor, name, "zip", block_size, params=P, A=ta, B=tb, Out=tout, fn=f)
-
-
-def map_indexed(name: str, T: Any, P: type | None, f: Callable[..., Any], *,
-                block_size: int = 256) -> Spec:
-    """``data[i] = f(data[i], i, p)`` in place; ``i`` is a ``u64``."""
-    ctor = f"g.map_indexed({name!r})"
-    t = _check_type(ctor, "T", T)
-    P = _check_params(ctor, P)
-    _check_arity(ctor, "kernel function", f, "f(x, i, p)", 2, P is not None)
-    return _new(ctor, name, "map_indexed", block_size, params=P, T=t, fn=f)
-
-
-def reduce(name: str, T: Any, P: type | None, combine: Callable[..., Any], identity: Any,
-           pre: Callable[..., Any] | None = None, *, block_size: int = 256) -> Spec:
-    """Fold ``pre(x, p)`` (or ``x``) of every element with an associative ``combine(a, b)``.
-
-    ``run`` returns a ``T`` scalar; ``identity`` for empty input.
-    """
-    ctor = f"g.reduce({name!r})"
-    t = _check_type(ctor, "T", T)
-    P = _check_params(ctor, P)
-    n = _positional_arity(ctor, "combine", combine)
-    if n != 2:
-        raise InvalidArgument(f"{ctor}: combine {_where(combine)} takes {n} argument(s); "
-                              "expected exactly 2: combine(a, b)")
-    if pre is not None:
-        _check_arity(ctor, "pre", pre, "pre(x, p)", 1, P is not None)
-    ident = _identity_value(ctor, identity, t)
-    return _new(ctor, name, "reduce", block_size, params=P, T=t, combine=combine,
-                identity=ident, pre=pre)
-
-
-def _preset(preset: Preset, name: str, T: Any, P: type | None,
-            pre: Callable[..., Any] | None, block_size: int) -> Spec:
-    ctor = f"g.{preset}({name!r})"
-    t = _check_type(ctor, "T", T, allow_bool=False, ints_only=preset in ("any", "all"))
-    P = _check_params(ctor, P)
-    if pre is not None:
-        _check_arity(ctor, "pre", pre, "pre(x, p)", 1, P is not None)
-    if preset == "sum" or preset == "any":
-        identity: int | float = 0
-    elif preset == "all":
-        identity = 1
-    elif is_float(t):
-        identity = float("inf") if preset == "min" else float("-inf")
-    else:
-        info = np.iinfo(t)
-        identity = int(info.max) if preset == "min" else int(info.min)
-    return _new(ctor, name, "reduce", block_size, params=P, T=t,
-                combine=PRESET_COMBINE[preset], identity=identity, pre=pre, preset=preset)
-
-
-def sum(name: str, T: Any, P: type | None = None, pre: Callable[..., Any] | None = None, *,
-        block_size: int = 256) -> Spec:
-    """Sum of ``pre(x, p)`` (or ``x``); integers wrap; reassociation allowed."""
-    return _preset("sum", name, T, P, pre, block_size)
-
-
-def min(name: str, T: Any, P: type | None = None, pre: Callable[..., Any] | None = None, *,
-        block_size: int = 256) -> Spec:
-    """Minimum; identity ``+inf`` for floats, the type's max for integers."""
-    return _preset("min", name, T, P, pre, block_size)
-
-
-def max(name: str, T: Any, P: type | None = None, pre: Callable[..., Any] | None = None, *,
-        block_size: int = 256) -> Spec:
-    """Maximum; identity ``-inf`` for floats, the type's min for integers."""
-    return _preset("max", name, T, P, pre, block_size)
-
-
-def any(name: str, T: Any, P: type | None = None, pre: Callable[..., Any] | None = None, *,
-        block_size: int = 256) -> Spec:
-    """``T(1)`` if any ``pre(x, p)`` (or ``x``) is non-zero, else ``T(0)``; integer T only."""
-    return _preset("any", name, T, P, pre, block_size)
-
-
-def all(name: str, T: Any, P: type | None = None, pre: Callable[..., Any] | None = None, *,
-        block_size: int = 256) -> Spec:
-    """``T(1)`` if every ``pre(x, p)`` (or ``x``) is non-zero (and for empty input)."""
-    return _preset("all", name, T, P, pre, block_size)
-
-
-def gather(name: str, T: Any, Idx: Any, *, block_size: int = 256) -> Spec:
-    """``out[i] = src[idx[i]]``; indices outside ``[0, len(src))`` are skipped."""
-    ctor = f"g.gather({name!r})"
-    t = _check_type(ctor, "T", T)
-    idx = _check_type(ctor, "Idx", Idx, allow_bool=False, ints_only=True)
-    return _new(ctor, name, "gather", block_size, params=None, T=t, Idx=idx)
-
-
-def scatter(name: str, T: Any, Idx: Any, *, block_size: int = 256) -> Spec:
-    """``out[idx[i]] = src[i]``; indices outside ``[0, len(out))`` are skipped."""
-    ctor = f"g.scatter({name!r})"
-    t = _check_type(ctor, "T", T)
-    idx = _check_type(ctor, "Idx", Idx, allow_bool=False, ints_only=True)
-    return _new(ctor, name, "scatter", block_size, params=None, T=t, Idx=idx)
 
 
 def specs_in(namespace: dict[str, Any]) -> list[Any]:
@@ -546,8 +386,21 @@ def specs_in(namespace: dict[str, Any]) -> list[Any]:
 INDEX_TYPE = u64
 """The type of ``i`` in a ``map_indexed`` kernel function."""
 
+_MOVED = {"map": "map", "map_fn": "map", "map_indexed": "map", "map_to": "map_to",
+          "zip": "zip", "reduce": "reduce", "sum": "reduce", "min": "reduce",
+          "max": "reduce", "any": "reduce", "all": "reduce", "gather": "move",
+          "scatter": "move"}
+"""The constructors that moved to :mod:`gompute_core.kinds`, by the module holding them."""
+
+
+def __getattr__(name: str) -> Any:
+    """``gompute_core.specs.map`` and the other old constructor names: the kinds'."""
+    module = _MOVED.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"gompute_core.kinds.{module}"), name)
+
+
 __all__ = [
-    "Spec", "map", "map_fn", "map_to", "zip", "map_indexed", "reduce", "sum", "min", "max",
-    "any", "all", "gather", "scatter", "registered_spec", "spec_by_reference", "specs_in",
-    "INDEX_TYPE",
+    "Spec", "registered_spec", "spec_by_reference", "specs_in", "INDEX_TYPE",
 ]

@@ -37,7 +37,6 @@ from gompute_core.backend import (
 from gompute_core.errors import SyncFailed
 from gompute_core.ir.kernel import KernelIR
 from gompute_core.plugins import manager
-from gompute_core.plugins.records import PLUGIN_API_VERSION
 
 _OUT = {"map": 0, "map_indexed": 0, "map_to": 1, "zip": 2, "gather": 2, "scatter": 2}
 """Which value of a launch is the array it writes."""
@@ -84,7 +83,7 @@ class MutantPlugin:
     @hookimpl
     def gompute_backend_info(self) -> BackendInfo:
         """Everything but scatter, f16 and f64."""
-        return BackendInfo(name="mutant", version="0", api_version=PLUGIN_API_VERSION,
+        return BackendInfo(name="mutant", version="0", api_version=2,
                            priority=1,
                            kinds=("map", "map_to", "zip", "map_indexed", "reduce", "gather"),
                            unsupported_types=("f16", "f64"))

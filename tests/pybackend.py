@@ -8,7 +8,9 @@ contiguous-block partials a reduce launch writes), a ``Compiler`` whose
 each kind's launch and ``run``.
 
 Two flavours of device: a host-memory one (``run`` hands it the caller's
-arrays, as the CPU backend) and, with ``host_memory=False``, a device-style
+arrays, as the CPU backend; it also runs raw kernels without barriers, shared
+arrays or atomics, the raw kernel's Python function called thread by thread: what
+the core's scan kind needs) and, with ``host_memory=False``, a device-style
 one that takes the packed argument buffer as a GPU driver does (addresses
 resolved back to its buffers) and declares streams, so the core's staged and
 pipelined ``run`` paths are exercised without a GPU. Knobs make it
@@ -27,7 +29,6 @@ import numpy as np
 
 from gompute_core.abi.pack import unpack
 from gompute_core.backend import (
-    PLUGIN_API_VERSION,
     ArgBuffer,
     Artifact,
     Availability,
@@ -38,14 +39,19 @@ from gompute_core.backend import (
     Device,
     DeviceInfo,
     ImmediateStream,
+    RawArgBuffer,
     Stream,
     hookimpl,
 )
 from gompute_core.errors import CompileFailed, InvalidArgument, NoDevice
 from gompute_core.ir.kernel import KernelIR
-from gompute_core.specs import Spec, registered_spec
+from gompute_core.ir.nodes import StructType
+from gompute_core.raw import builtins
+from gompute_core.specs import Spec, registered_kernel, registered_spec
 
-KINDS = ("map", "map_to", "zip", "map_indexed", "reduce", "gather", "scatter")
+FEATURES = ("entries", "raw")
+"""The kernel features of the host-memory flavour: the spec kinds' entry points and raw
+kernels (no barriers, shared arrays or atomics); the packed flavour has ``entries`` only."""
 _ROLES = {"map": ("T",), "map_indexed": ("T",), "map_to": ("In", "Out"),
           "zip": ("A", "B", "Out"), "reduce": ("T", "T"), "gather": ("T", "Idx", "T"),
           "scatter": ("T", "Idx", "T")}
@@ -56,9 +62,9 @@ class PyBuffer(Buffer):
 
     __slots__ = ("mem",)
 
-    def __init__(self, device: PyDevice, nbytes: int) -> None:
-        self.mem = np.zeros(nbytes, np.uint8)
-        super().__init__(device, nbytes, int(self.mem.ctypes.data))
+    def __init__(self, device: PyDevice, nbytes: int, view: np.ndarray | None = None) -> None:
+        self.mem = np.zeros(nbytes, np.uint8) if view is None else view
+        super().__init__(device, nbytes, int(self.mem.ctypes.data), owned=view is None)
 
     def _copyin(self, offset: int, host: np.ndarray, stream: Stream | None) -> None:
         self.mem[offset:offset + host.size] = host
@@ -141,6 +147,42 @@ class PyEntry:
                 out[j] = src[i]
 
 
+class PyRawEntry:
+    """Runs a raw kernel's Python function once per thread of the launch, with
+    ``g.builtins``' geometry answering for that thread (thread after thread, so no
+    barriers: the backend does not declare them)."""
+
+    GEOMETRY = ("global_id", "local_id", "block_id", "block_dim", "grid_dim")
+
+    def __init__(self, fn: Any, kernel: KernelIR, args: RawArgBuffer) -> None:
+        self.fn, self.args = fn, args
+        self._params_at = next((k for k, (_, t) in enumerate(kernel.functions[-1].args)
+                                if isinstance(t, StructType)), -1)
+
+    def __call__(self, grid: tuple[int, int, int], block: tuple[int, int, int],
+                 shared_bytes: int, stream: Stream) -> None:
+        values = list(self.args.values)
+        if self._params_at >= 0:
+            values.insert(self._params_at, self.args.params)
+        saved = {name: getattr(builtins, name) for name in self.GEOMETRY}
+        at = {"block": (0, 0, 0), "thread": (0, 0, 0)}
+        builtins.block_id = lambda d: at["block"][d]
+        builtins.local_id = lambda d: at["thread"][d]
+        builtins.block_dim = lambda d: block[d]
+        builtins.grid_dim = lambda d: grid[d]
+        builtins.global_id = lambda d: at["block"][d] * block[d] + at["thread"][d]
+        try:
+            with np.errstate(all="ignore"):
+                for b in np.ndindex(grid[2], grid[1], grid[0]):
+                    at["block"] = b[::-1]
+                    for t in np.ndindex(block[2], block[1], block[0]):
+                        at["thread"] = t[::-1]
+                        self.fn(*values)
+        finally:
+            for name, fn in saved.items():
+                setattr(builtins, name, fn)
+
+
 class PackedPyEntry(PyEntry):
     """Reads the packed argument buffer as a GPU would: addresses and counts, then the
     params struct's bytes."""
@@ -191,14 +233,27 @@ class PyDevice(Device):
                                   f"{kernel.name!r}")
         return PyEntry(spec, args)
 
+    def borrow(self, host: np.ndarray) -> PyBuffer:
+        """A buffer viewing ``host``'s memory (capability ``host_memory``)."""
+        return PyBuffer(self, host.nbytes, host.reshape(-1).view(np.uint8))
+
+    def _load_raw(self, artifact: Artifact, kernel: KernelIR, args: RawArgBuffer
+                  ) -> PyRawEntry:
+        definition = registered_kernel(kernel.name)
+        if definition is None or artifact.digest != kernel.digest():
+            raise InvalidArgument(f"artifact {artifact.entry!r} does not match raw kernel "
+                                  f"{kernel.name!r}")
+        return PyRawEntry(definition.fn, kernel, args)
+
     def host_array(self, buf: PyBuffer, dtype: np.dtype) -> np.ndarray:
         """``buf``'s bytes as ``dtype`` elements."""
         return buf.mem[:buf.nbytes // dtype.itemsize * dtype.itemsize].view(dtype)
 
     def params_converter(self, kernel: KernelIR) -> Callable[[bytes], Any]:
         """The params object itself (the Python functions take it)."""
-        spec = registered_spec(kernel.name)
-        P = spec.params if spec is not None else None
+        found = registered_kernel(kernel.name)
+        P = getattr(found, "params", None) if isinstance(found, Spec) else \
+            getattr(found, "params_class", None)
         return (lambda raw: unpack(P, raw)) if P is not None else (lambda raw: None)
 
     def synchronize(self) -> None:
@@ -239,9 +294,17 @@ class PackedPyDevice(PyDevice):
                 return rest[:rest.size // dtype.itemsize * dtype.itemsize].view(dtype)
         raise InvalidArgument(f"no live buffer at device address {addr:#x}")
 
+    def _load_raw(self, artifact: Artifact, kernel: KernelIR, args: RawArgBuffer
+                  ) -> PyRawEntry:
+        raise InvalidArgument("the packed reference device runs no raw kernels")
+
     def _load(self, artifact: Artifact, kernel: KernelIR, args: ArgBuffer) -> PyEntry:
         entry = super()._load(artifact, kernel, args)
         return PackedPyEntry(entry.spec, args, self, self.params_converter(kernel))
+
+    def pinned(self, shape: Any, dtype: Any = np.uint8) -> np.ndarray:
+        """Host memory is all this device has: an ordinary array is as fast as any."""
+        return np.empty(shape, dtype)
 
     def pin(self, host: np.ndarray) -> bool:
         """Host memory is all this device has: nothing to lock."""
@@ -276,21 +339,25 @@ class PyBackend:
     """The test plugin; every knob is a constructor argument."""
 
     def __init__(self, name: str = "pytest", *, priority: int = 50, available: bool = True,
-                 reason: str = "", compile_error: str = "", api_version: int = PLUGIN_API_VERSION,
+                 reason: str = "", compile_error: str = "", api_version: int = 2,
                  probe_error: str = "", unsupported_types: tuple[str, ...] = (),
-                 host_memory: bool = True, devices: int = 1) -> None:
+                 host_memory: bool = True, devices: int = 1,
+                 warnings: tuple[str, ...] = ()) -> None:
         self.name, self.priority, self.available, self.reason = name, priority, available, reason
         self.compile_error, self.api_version = compile_error, api_version
         self.probe_error, self.unsupported_types = probe_error, unsupported_types
         self.device_class = PyDevice if host_memory else PackedPyDevice
+        self.features = FEATURES if host_memory else ("entries",)
         self.devices = devices
+        self.warnings = warnings
         self.probes = 0
         self.compiles = 0
 
     @hookimpl
     def gompute_backend_info(self) -> BackendInfo:
-        return BackendInfo(self.name, "0.0.test", self.api_version, self.priority, KINDS,
-                           self.unsupported_types, "pure-Python reference backend")
+        return BackendInfo(self.name, "0.0.test", self.api_version, self.priority, (),
+                           self.unsupported_types, "pure-Python reference backend",
+                           features=self.features)
 
     @hookimpl
     def gompute_probe(self) -> Availability:
@@ -301,7 +368,8 @@ class PyBackend:
             return Availability(self.name, False, reason=self.reason)
         return Availability(self.name, True, compiler="python",
                             devices=tuple(DeviceInfo(i, "python", "py1")
-                                          for i in range(self.devices)))
+                                          for i in range(self.devices)),
+                            warnings=self.warnings)
 
     @hookimpl
     def gompute_compiler(self) -> PyCompiler:

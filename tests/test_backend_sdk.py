@@ -58,7 +58,7 @@ class BrokenEverywhere:
 
     @hookimpl
     def gompute_backend_info(self) -> BackendInfo:
-        return BackendInfo("broken", "0", PLUGIN_API_VERSION, 999,
+        return BackendInfo("broken", "0", 2, 999,
                            ("map", "map_to", "zip", "map_indexed", "reduce", "gather",
                             "scatter"))
 
@@ -130,9 +130,10 @@ def test_a_broken_plugin_cannot_affect_the_others(registry: None) -> None:
 def test_a_plugin_of_another_api_version_is_refused_by_version(registry: None) -> None:
     rec = manager.register(OldStylePlugin(), "oldie")
     assert not rec.loaded
-    assert f"implements plugin API version 1; this gompute-core expects API version " \
-           f"{PLUGIN_API_VERSION}" in rec.error
-    with pytest.raises(BackendUnavailable, match="plugin API version 1"):
+    assert ("written for plugin API 1 (its gompute_probe takes a 'backend' argument); this "
+            f"gompute-core implements plugin API {PLUGIN_API_VERSION}: port it as plugins.md, "
+            "section 11") in rec.error
+    with pytest.raises(BackendUnavailable, match="written for plugin API 1"):
         g.Kernel(g.map(uname(), g.f32, None, lambda x: x), "oldie")
     manager.register(PyBackend("fine"))
     with g.Kernel(g.map(uname(), g.f32, None, lambda x: x + 1), "fine") as k:

@@ -67,6 +67,27 @@ def test_doctor_fails_on_a_broken_compiler(empty: None,
     assert "FAIL  CompileFailed: compiler crashed" in out
 
 
+def test_doctor_prints_a_backends_warnings(empty: None,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """A backend's known hazards (its probe's ``warnings``) are printed under its name; the
+    checks still run and decide the verdict."""
+    manager.register(PyBackend("pytest", warnings=("this compiler drops signs",)))
+    assert main(["doctor"]) == 0
+    out = capsys.readouterr().out
+    assert "pytest:\n  WARN  python: this compiler drops signs\n" in out
+    assert "PASS  sum" in out
+
+
+def test_doctor_warns_about_nvrtc_13_0_only() -> None:
+    """The CUDA backend's NVRTC version logic (no GPU needed): 13.0 has the neg.s16 and
+    abs.s32 hazards and names the fix; 12.x, 13.1 and 13.5 have none."""
+    compiler = pytest.importorskip("gompute_cuda.compiler")
+    (hazard,) = compiler.nvrtc_hazards((13, 0))
+    assert "neg.s16" in hazard and "abs.s32" in hazard and "nvidia-cuda-nvrtc" in hazard
+    for good in ((12, 8), (13, 1), (13, 5)):
+        assert compiler.nvrtc_hazards(good) == ()
+
+
 def test_doctor_without_backends(empty: None, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["doctor"]) == 1
     assert "no available backend" in capsys.readouterr().out

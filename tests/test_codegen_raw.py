@@ -13,8 +13,9 @@ import re
 import pytest
 from raw_examples import EXAMPLES
 
-from gompute_core.backend import compile_kernel, raw_arg_layout
+from gompute_core.backend import raw_arg_layout
 from gompute_core.codegen import CRenderer
+from gompute_core.compilation import compile_kernel
 from gompute_core.errors import BackendUnavailable
 from gompute_core.ir.kernel import RAW, KernelIR
 
@@ -149,7 +150,7 @@ def test_cuda_compiles_with_nvrtc(name: str) -> None:
 @pytest.mark.parametrize("name", NAMES)
 def test_hip_compiles_with_hiprtc_to_the_raw_abi(name: str, arch: str) -> None:
     _hiprtc_or_skip()
-    from gompute_hip.codeobject import read_code_object
+    from amdgpu_codeobject import read_code_object
     from gompute_hip.compiler import HipCompiler
 
     kernel = EXAMPLES[name].kernel
@@ -200,7 +201,7 @@ def test_from_source_keeps_its_entry_name_and_text() -> None:
 
 def test_hip_from_source_compiles_for_gfx90a() -> None:
     _hiprtc_or_skip()
-    from gompute_hip.codeobject import read_code_object
+    from amdgpu_codeobject import read_code_object
     from gompute_hip.compiler import HipCompiler
 
     art = compile_kernel(HipCompiler(), _source_kernel("my_scale"), "gfx90a",

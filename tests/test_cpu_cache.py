@@ -184,6 +184,40 @@ def test_garbage_manifest_drops_every_file_once(tmp_path: Path) -> None:
                                                           "k_parallel": [1, 0]}
 
 
+@pytest.mark.parametrize("suffix", [".lock", ".manifest"])
+@pytest.mark.parametrize("squatter", ["directory", "dangling symlink"])
+def test_a_directory_or_symlink_in_place_of_the_lock_or_manifest_heals(
+        tmp_path: Path, suffix: str, squatter: str) -> None:
+    """``k<sha>.lock`` or ``.manifest`` replaced by a directory (with a file in it) or a
+    symlink to nowhere: the next process removes it with a warning naming it and runs
+    (results against the oracle): with the lock gone it still loads the verified files;
+    with the manifest gone nothing can be verified, so the files are dropped (a second
+    warning) and compiled again. The process after that warns about nothing and loads
+    everything from disk."""
+    cache = warmed(tmp_path)
+    (path,) = (cache / "cpu" / "__pycache__").glob(f"k*{suffix}")
+    path.unlink()
+    if squatter == "directory":
+        path.mkdir()
+        (path / "inside").write_text("x")
+    else:
+        path.symlink_to(tmp_path / "missing" / "target")
+    report = run_child(tmp_path, cache)
+    named = [w for w in report["warnings"] if f"{path.name} (a " in w and "dropped" in w]
+    assert len(named) == 1, report["warnings"]
+    if suffix == ".lock":
+        assert report["warnings"] == named
+        assert report["stats"] == {"k_serial": [1, 0], "k_parallel": [1, 0]}
+    else:
+        assert len(report["warnings"]) == 2
+        assert report["stats"] == {"k_serial": [0, 1], "k_parallel": [0, 1]}
+    assert path.is_file() and not path.is_symlink()
+    assert not (tmp_path / "missing").exists()
+    again = run_child(tmp_path, cache)
+    assert again["warnings"] == []
+    assert again["stats"] == {"k_serial": [1, 0], "k_parallel": [1, 0]}
+
+
 def test_processes_compiling_at_once_leave_a_verified_cache(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     script = tmp_path / "child.py"

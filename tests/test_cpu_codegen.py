@@ -12,8 +12,8 @@ from gompute_cpu import plugin
 from gompute_cpu.kernels import render_module
 
 import gompute_core as g
-from gompute_core.backend import compile_kernel
 from gompute_core.cli_kernels import Scale, scale_relu
+from gompute_core.compilation import compile_kernel
 from gompute_core.errors import InvalidArgument, Unsupported
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -187,6 +188,26 @@ def test_launch_on_buffers_matches_run() -> None:
     np.testing.assert_array_equal(data, want)
 
 
+SHIFTED = g.map_to("cpu_rt_shifted", g.f32, g.f32, None, lambda v: v + 1)
+
+
+def test_launch_refuses_partially_overlapping_views() -> None:
+    """``launch(x[:-1], x[1:], n)``: NumPy views of one array as input and output, whose
+    result would depend on the loop order, are refused as ``run`` refuses them; the same
+    elements (``x, x``) still work in place."""
+    x = np.arange(9, dtype=np.float32)
+    before = x.copy()
+    with g.Kernel(SHIFTED, "cpu") as k:
+        with pytest.raises(InvalidArgument, match="^out: overlaps inp") as by_run:
+            k.run(x[:-1], x[1:])
+        with pytest.raises(InvalidArgument) as by_launch:
+            k.launch(x[:-1], x[1:], 8)
+        assert str(by_launch.value) == f"launch: {by_run.value}"
+        np.testing.assert_array_equal(x, before)
+        k.launch(x[1:], x[1:], 8)
+    np.testing.assert_array_equal(x, [before[0], *(before[1:] + 1)])
+
+
 def test_reduce_launch_writes_one_partial_per_block() -> None:
     data = np.arange(1, 1001, dtype=np.float64)
     with g.Kernel(SUM_F64, "cpu") as k:
@@ -303,3 +324,136 @@ def test_second_process_loads_from_disk_without_compiling(tmp_path: Path) -> Non
     assert runs[1]["data"] == [1, 3, 5, 7, 9]
     index_files = list((tmp_path / "cache" / "cpu" / "__pycache__").glob("*.nbi"))
     assert any("k_serial" in f.name for f in index_files)
+
+
+_INTERRUPTED = textwrap.dedent("""
+    import json, sys, time
+    import numpy as np
+    import gompute_core as g
+
+    B = g.builtins
+
+    @g.raw_kernel(block=1)
+    def spin_count(count: g.GlobalPtr[g.i64], work: g.i64, out: g.GlobalPtr[g.i64],
+                   n: g.i64):
+        # every block spins `work` steps, counts itself and writes its sum (the first n)
+        acc = g.i64(0)
+        for j in range(work):
+            acc += j ^ B.block_id(0)
+        B.atomic_add(count, 0, 1)
+        if B.block_id(0) < n:
+            out[B.block_id(0)] = acc
+
+    raw = g.RawKernel(spin_count, "cpu")
+    count, out = np.zeros(1, np.int64), np.zeros(3000, np.int64)
+    raw.launch(4096, 1, [count, 8, out, 0])  # the threaded entry is compiled here
+    print("ready", flush=True)
+    count[:] = 0
+    try:
+        raw.launch(2**31 - 1, 1, [count, 100000, out, 0])
+        print(json.dumps({"finished": True}), flush=True)
+    except KeyboardInterrupt:
+        print(json.dumps({"interrupted": True, "at": time.time(), "blocks": int(count[0])}),
+              flush=True)
+    count[:] = 0
+    raw.launch(3000, 1, [count, 50, out, 3000])  # the handle still works
+    print(json.dumps({"count": int(count[0]), "out": out.tolist()}), flush=True)
+""")
+
+
+def test_a_huge_raw_launch_is_interrupted_by_ctrl_c(tmp_path: Path) -> None:
+    """SIGINT during a raw launch of 2**31-1 blocks (hours of work) raises
+    ``KeyboardInterrupt`` in the launching process while the launch runs (some blocks ran,
+    far from all); the handle then launches again and computes what the kernel run as
+    Python does."""
+    script = tmp_path / "interrupted.py"
+    script.write_text(_INTERRUPTED)
+    env = dict(os.environ, NUMBA_NUM_THREADS="2")
+    proc = subprocess.Popen([sys.executable, str(script)], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == "ready", proc.stderr.read()  # type: ignore[union-attr]
+        time.sleep(0.5)
+        sent = time.time()
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=120)  # the whole launch would take hours
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, err
+    report, after = (json.loads(line) for line in out.strip().splitlines()[-2:])
+    assert report.get("interrupted"), report
+    latency = report["at"] - sent
+    assert 0 < report["blocks"] < 2**31 - 1
+    print(f"interrupted {latency:.3f} s after SIGINT, {report['blocks']} blocks done")
+    want = [sum(j ^ b for j in range(50)) for b in range(3000)]  # each block's loop
+    assert after == {"count": 3000, "out": want}
+
+
+def test_a_raw_launch_in_slices_covers_every_block_once() -> None:
+    """A 3-D launch of 336,000 threads (run in slices of blocks, each sized from the last
+    one's time) writes every cell exactly as the oracle says: slice boundaries fall inside
+    rows and planes of blocks."""
+    from gompute_core.testing.kernels_raw import index3d_oracle, raw_index3d
+
+    shape, block = (280, 60, 20), (4, 2, 1)
+    out = np.full(shape[0] * shape[1] * shape[2], -1, np.int64)
+    raw = g.RawKernel(raw_index3d, "cpu")
+    grid = tuple(-(-s // b) for s, b in zip(shape, block, strict=True))
+    raw.launch(grid, block, [out, *shape])
+    np.testing.assert_array_equal(out, index3d_oracle(shape, block))
+
+
+_REDUCE_THREADS = textwrap.dedent("""
+    import json, sys
+    import numpy as np
+    import gompute_core as g
+
+    def add(a, b):
+        return a + b
+
+    data = np.load(sys.argv[1])
+    out = {}
+    for name, spec in (("sum", g.sum("det_sum", g.f32)),
+                       ("custom", g.reduce("det_add", g.f32, None, add, 0))):
+        with g.Kernel(spec, "cpu") as k:
+            out[name] = [int(k.run(data[:n]).view(np.uint32)) for n in (2**17, len(data))]
+    print(json.dumps(out))
+""")
+
+
+def test_reduce_results_do_not_depend_on_the_thread_count(tmp_path: Path) -> None:
+    """A float sum preset and a custom ``a + b`` over 2**17 and 2**18 + 12,345 f32 values
+    (above the threading threshold, where the order of additions changes the sum) give
+    the same bits with 1 and 2 numba threads; the custom combine's result is the
+    documented fold, computed here in Python: ``n`` cut into
+    ``min(ceil(n / REDUCE_CHUNK), REDUCE_PARTS)`` contiguous chunks, each folded left to
+    right from the identity, the chunks' results folded left to right from it."""
+    from gompute_cpu.kernels import REDUCE_CHUNK, REDUCE_PARTS
+
+    rng = np.random.default_rng(5)
+    data = (rng.standard_normal(2**18 + 12_345) * 10.0 ** rng.integers(-3, 4, 2**18 + 12_345)
+            ).astype(np.float32)
+    np.save(tmp_path / "data.npy", data)
+    script = tmp_path / "reduce.py"
+    script.write_text(_REDUCE_THREADS)
+    results = []
+    for threads in ("1", "2"):
+        env = dict(os.environ, NUMBA_NUM_THREADS=threads, GOMPUTE_CACHE_DIR=str(tmp_path))
+        done = subprocess.run([sys.executable, str(script), str(tmp_path / "data.npy")],
+                              env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-3000:]
+        results.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    assert results[0] == results[1]
+    for n, got in zip((2**17, len(data)), results[0]["custom"], strict=True):
+        chunks = max(1, min(-(-n // REDUCE_CHUNK), REDUCE_PARTS))
+        total = np.float32(0)
+        for c in range(chunks):
+            acc = np.float32(0)
+            for x in data[c * n // chunks:(c + 1) * n // chunks]:
+                acc = acc + x
+            total = total + acc
+        assert got == int(total.view(np.uint32)), n
+    exact = [float(np.sum(data[:n], dtype=np.float64)) for n in (2**17, len(data))]
+    for bits, want in zip(results[0]["sum"], exact, strict=True):
+        assert abs(float(np.uint32(bits).view(np.float32)) - want) <= 1e-3 * abs(want) + 1

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from gompute_cpu import plugin
 
-from gompute_core.backend import compile_kernel
+from gompute_core.compilation import compile_kernel
 from gompute_core.ir import nodes as ir
 from gompute_core.ir.kernel import KernelIR
 

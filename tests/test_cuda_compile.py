@@ -21,7 +21,8 @@ from gompute_cuda.compiler import CudaCompiler  # noqa: E402
 
 import gompute_core as g  # noqa: E402
 from gompute_core.abi.layout import FieldLayout  # noqa: E402
-from gompute_core.backend import arg_layout, compile_kernel  # noqa: E402
+from gompute_core.backend import arg_layout  # noqa: E402
+from gompute_core.compilation import compile_kernel  # noqa: E402
 from gompute_core.errors import BackendUnavailable, CompileFailed, InvalidArgument  # noqa: E402
 from gompute_core.ir.nodes import StructType  # noqa: E402
 from gompute_core.testing.catalogue import entries  # noqa: E402

@@ -141,6 +141,22 @@ def test_torch_in_and_out(k_inc: g.Kernel) -> None:
 
 
 # ---------------------------------------------------------------------------- numba
+def test_torch_bfloat16_is_a_typed_refusal(k_inc: g.Kernel) -> None:
+    """A bfloat16 tensor, on the GPU or the host, is an ``InvalidArgument`` naming the
+    argument and the type (torch's own interface raises for it: never that error raw); the
+    tensor is untouched."""
+    torch = pytest.importorskip("torch")
+    for device in ("cuda", "cpu"):
+        x = torch.arange(8, device=device).to(torch.bfloat16)
+        before = x.clone()
+        with pytest.raises(InvalidArgument, match="^data: .*bfloat16"):
+            k_inc.run(x)
+        if device == "cuda":
+            with pytest.raises(InvalidArgument, match="^launch: buf: .*bfloat16"):
+                k_inc.launch(x, 8)
+        assert torch.equal(x, before)
+
+
 def test_numba_in_and_out(k_inc: g.Kernel) -> None:
     pytest.importorskip("numba")
     from numba import cuda as ncuda
@@ -183,9 +199,9 @@ def test_a_context_another_library_left_current_is_taken_back() -> None:
     still be loaded into, and run in, our context (it failed with CUresult 400)."""
     import ctypes
 
-    from gompute_cuda.driver import libcuda
+    from gompute_cuda.driver import driver
 
-    lib = libcuda()
+    lib = driver().lib
     dev = manager.open_device("cuda", 0)
     dev.synchronize()  # our context is the main thread's current one
     other, create = ctypes.c_void_p(), getattr(lib, "cuCtxCreate_v2", None)
@@ -207,7 +223,7 @@ def test_a_context_another_library_left_current_is_taken_back() -> None:
             buf.download(out)
         assert x.min() == 1 and out.min() == 1
     finally:
-        lib.cuCtxSetCurrent(ctypes.c_void_p(dev._ctx_handle))
+        lib.cuCtxSetCurrent(dev.native_context)
         lib.cuCtxDestroy_v2(other)
 
 

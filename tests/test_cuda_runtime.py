@@ -49,7 +49,7 @@ def test_fp64_ratio() -> None:
 
 
 def test_prebuilt_artifacts_load_without_compiling(tmp_path, monkeypatch) -> None:
-    from gompute_core.backend import compiler
+    from gompute_core.compilation import pipeline
     from gompute_core.runtime.compile import write_artifact
 
     dev = manager.open_device("cuda", 0)
@@ -60,7 +60,7 @@ def test_prebuilt_artifacts_load_without_compiling(tmp_path, monkeypatch) -> Non
     def no_compiling(*args, **kwargs):
         raise AssertionError("compiled although a prebuilt artifact exists")
 
-    monkeypatch.setattr(compiler, "compile_kernel", no_compiling)
+    monkeypatch.setattr(pipeline, "compile_kernel", no_compiling)
     with g.Kernel(spec, "cuda") as k:
         out = k.run(np.arange(10, dtype=np.float32))
     np.testing.assert_array_equal(out, np.arange(1, 11, dtype=np.float32))

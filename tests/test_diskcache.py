@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from gompute_core.compilation import diskcache
+from gompute_core.compilation.diskcache import CompileCache, DiskCache, cache_root
 from gompute_core.errors import CacheUnsafe, GomputeWarning
 from gompute_core.plugins.records import Artifact
-from gompute_core.runtime import diskcache
-from gompute_core.runtime.diskcache import CompileCache, DiskCache, cache_root
 
 ART = Artifact(backend="cuda", image=b"\x7fELF" + bytes(range(256)) * 4, format="cubin",
                entry="k", target="sm_90", source="extern \"C\" __global__ void k() {}\n",
@@ -137,6 +137,51 @@ def test_folder_writable_by_others_is_refused(cache: DiskCache, tmp_path: Path, 
                     lambda: CompileCache("cuda").get_or_build(KEY, lambda: ART)):
         with pytest.raises(CacheUnsafe, match=re.escape(f"chmod 700 {folder}") + "$"):
             attempt()
+
+
+def test_shared_folder_advice_is_a_private_subfolder(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """``GOMPUTE_CACHE_DIR`` at a shared sticky folder (mode 1777, as ``/tmp``) is refused,
+    advising a private folder inside it, never ``chmod`` of the shared one; following the
+    advice works."""
+    shared = tmp_path / "tmp"
+    shared.mkdir()
+    os.chmod(shared, 0o1777)
+    monkeypatch.setenv("GOMPUTE_CACHE_DIR", str(shared))
+    with pytest.raises(CacheUnsafe) as info:
+        DiskCache("cuda").put(KEY, ART)
+    message = str(info.value)
+    assert "chmod" not in message and "chown" not in message
+    advised = re.search(r"GOMPUTE_CACHE_DIR=(\S+) ", message)
+    assert advised is not None and Path(advised[1]).parent == shared, message
+    assert shared.stat().st_mode & 0o7777 == 0o1777
+    monkeypatch.setenv("GOMPUTE_CACHE_DIR", advised[1])
+    cache = DiskCache("cuda")
+    assert cache.put(KEY, ART) is not None and cache.get(KEY) == ART
+    assert Path(advised[1]).stat().st_mode & 0o777 == 0o700
+
+
+@pytest.mark.parametrize("squatter", ["directory", "symlink"])
+def test_a_directory_or_symlink_in_place_of_an_entry_heals(cache: DiskCache,
+                                                           squatter: str) -> None:
+    """A directory (holding a file) or a dangling symlink where an entry belongs: a miss,
+    then the next ``put`` replaces it (a directory with one warning naming it; the symlink
+    itself, never its target, with none), and the entry reads back."""
+    path = cache.path_for(KEY)
+    path.parent.mkdir(mode=0o700, parents=True)
+    if squatter == "directory":
+        path.mkdir()
+        (path / "inside").write_bytes(b"x")
+    else:
+        path.symlink_to(path.parent / "missing" / "target")
+    assert cache.get(KEY) is None
+    with gompute_warnings() as messages:
+        assert cache.put(KEY, ART) == path
+    if squatter == "directory":
+        assert len(messages) == 1 and path.name in messages[0] and "dropped" in messages[0]
+    else:
+        assert messages == [] and not (path.parent / "missing").exists()
+    assert path.is_file() and not path.is_symlink() and cache.get(KEY) == ART
 
 
 @pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0,

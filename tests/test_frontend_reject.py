@@ -60,7 +60,8 @@ def k_list(x):
 
 
 def k_tuple(x):
-    return x, x
+    y = (x, x)  # a tuple is returned or unpacked, never a value of its own
+    return y
 
 
 def k_dict(x):
@@ -136,8 +137,8 @@ def k_annassign(x):
 
 
 def k_unpack(x):
-    a, b = x, x
-    return a + b
+    a, *b = x, x
+    return a + b[0]
 
 
 def k_for_list(x):
@@ -276,7 +277,7 @@ CASES = [
     (k_fstring, [i32], "f-string", 's = f"'),
     (k_string, [i32], "string constant", 'return "text"'),
     (k_list, [i32], "list is not supported", "y = [x, x]"),
-    (k_tuple, [i32], "tuple is not supported", "return x, x"),
+    (k_tuple, [i32], "tuple is not supported", "y = (x, x)"),
     (k_dict, [i32], "dict is not supported", "y = {1: x}"),
     (k_starred, [i32], "starred", "max(*x)"),
     (k_keyword, [i32], "keyword arguments", "helper(x, v=1)"),
@@ -291,7 +292,7 @@ CASES = [
     (k_in, [i32], "'in' test", "x in (1, 2)"),
     (k_nested_def, [i32], "nested function definition", "def inner"),
     (k_annassign, [f32], "annotated assignment", "y: g.f32"),
-    (k_unpack, [i32], "tuple unpacking", "a, b = x, x"),
+    (k_unpack, [i32], "starred assignment", "a, *b = x, x"),
     (k_for_list, [i32], "range(...)", "for v in [1, 2]"),
     (k_for_else, [i32], "for-else", "for _ in range(3)"),
     (k_while_else, [i32], "while-else", "while x > 0"),

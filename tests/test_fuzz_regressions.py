@@ -438,3 +438,47 @@ def test_ptx_has_no_instruction_ptxas_misread(fn: object, b: np.ndarray, out_t: 
     found = re.findall(r"^\s*((?:neg\.s16|abs\.s16|abs\.s32|abs\.s64|abs\.f32)\s.*)$", ptx,
                        re.MULTILINE)
     assert not found, found
+
+
+# -- fuzz 4096001/2576 (CUDA; A=f64 B=i8 Out=i8): `x // float(max(K1, -0.0))` with K1 a zero ---
+# constant: the two alternatives of the max, float(-0.0) and float(+0.0), were merged as one
+# constant because -0.0 == 0.0, so the divisor was -0.0 and the quotient -inf, not +inf
+ZERO_F32 = g.f32(0.0)
+
+
+def floordiv_by_max_of_zeros(a, b):
+    return (abs(g.u8(True) | g.u8(b)) // float(max(ZERO_F32, -0.0))) <= (b + a)
+
+
+def floordiv_by_min_of_zeros(a, b):
+    return a // float(min(-0.0, ZERO_F32)) + b
+
+
+def test_signed_zero_alternatives_are_not_merged() -> None:
+    a = np.array([-3.0, 0.0, 2.5, -1e300, 7.0], np.float64)
+    b = np.array([-128, -1, 0, 1, 127], np.int8)
+    agrees("fz_floordiv_by_max_of_zeros", floordiv_by_max_of_zeros, a, b, np.int8)
+    agrees("fz_floordiv_by_min_of_zeros", floordiv_by_min_of_zeros, a, b, np.float64)
+
+
+def test_fuzz_4096001_2576_keeps_the_positive_zero_divisor() -> None:
+    """The fuzz case itself (its f16 constant runs on CUDA and HIP only): its lowered IR
+    keeps ``max(K1, -0.0)`` a choice between the two zeros (the quotient by +0.0 where
+    ``-0.0 > K1`` is false), never the constant -0.0."""
+    from gompute_core.testing.fuzzgen import generate
+    from gompute_core.types import SCALAR_TYPES
+
+    case = generate(4096001, 2576, list(SCALAR_TYPES))
+    assert "float(max(K1, -0.0))" in case.source
+    namespace: dict[str, object] = {}
+    path = Path(__file__).parent / "_fuzz_4096001_2576.py"
+    try:
+        path.write_text(case.source)
+        exec(compile(case.source, str(path), "exec"), namespace)  # noqa: S102
+        kir = g.zip("fz_4096001_2576", case.A, case.B, case.Out, None, namespace["kern"]).lower()
+    finally:
+        path.unlink()
+    from gompute_core.ir.printer import format_kernel
+
+    text = format_kernel(kir)
+    assert "if (-0.0f16 > 0.0f16) else (f64(abs(1u8 | u8(b))) // 0.0f64)" in text

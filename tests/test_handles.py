@@ -10,12 +10,14 @@ import itertools
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
-from pybackend import PyBackend
+from pybackend import PyBackend, PyBuffer
 
 import gompute_core as g
+from gompute_core.backend import Buffer
 from gompute_core.errors import (
     BackendUnavailable,
     GomputeWarning,
@@ -126,6 +128,39 @@ def test_reductions_match_oracle(backend: str, n: int) -> None:
         assert type(got) is np.int16 and got == expect, spec
 
 
+def test_device_reduce_groups_by_size_not_by_pinning(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A float reduce of 2 MiB and more from the host gives the same bits whether its array
+    could be page-locked (pipelined in chunks) or not (staged in one piece): both fold the
+    chunks ``chunk_elements`` cuts, each in ``min(ceil(len / block_size), 1024)``
+    contiguous partials, folded left to right from the identity (the oracle below)."""
+    from gompute_core.kinds.run import chunk_elements
+
+    monkeypatch.delenv(manager.ENV_BACKENDS, raising=False)
+    n, bs = 2**19 + 7, 256
+    data = (np.random.default_rng(3).standard_normal(n) * 1000).astype(np.float32)
+    with manager.isolated():
+        manager.register(PyBackend("pytest", host_memory=False))
+        spec = g.reduce(uname(), g.f32, None, lambda a, b: a + b, 0, block_size=bs)
+        with g.Kernel(spec, "pytest") as k:
+            pinned = k.run(data)
+            monkeypatch.setattr(k.device, "pin", lambda host: False)
+            staged = k.run(data)
+    chunk = chunk_elements(n, 4)
+    partials = []
+    for lo in range(0, n, chunk):
+        span = data[lo:lo + chunk]
+        blocks = min(-(-span.size // bs), 1024)
+        for b in range(blocks):
+            acc = np.float32(0)
+            for x in span[b * span.size // blocks:(b + 1) * span.size // blocks]:
+                acc = acc + x
+            partials.append(acc)
+    want = np.float32(0)
+    for x in partials:
+        want = want + x
+    assert pinned.view(np.uint32) == staged.view(np.uint32) == want.view(np.uint32)
+
+
 def test_reduce_blocks_and_block_size(backend: str) -> None:
     with g.Kernel(g.sum(uname(), g.f32, block_size=128), backend) as k:
         assert k.block_size == 128
@@ -185,6 +220,54 @@ def test_close_is_idempotent_and_final(backend: str) -> None:
         with pytest.raises(InvalidArgument, match="closed"):
             call()
     np.testing.assert_array_equal(data, 1)
+
+
+def test_program_launch_refused_after_close(backend: str) -> None:
+    """``k.program.launch`` (and the run path's ``enqueue``) refuse once the handle is
+    closed, as ``k.launch`` does; the buffer keeps what the open handle computed."""
+    k = g.Kernel(g.map(uname(), g.i32, None, lambda x: x + 1), backend)
+    buf = k.alloc(5)
+    buf.fill(0)
+    k.program.launch(buf, 5)
+    k.close()
+    with pytest.raises(InvalidArgument, match="closed"):
+        k.program.launch(buf, 5)
+    with pytest.raises(InvalidArgument, match="closed"):
+        k.program.enqueue(k.stream, 1, (buf.addr, 5), None)
+    got = np.empty(5, np.int32)
+    buf.download(got)
+    np.testing.assert_array_equal(got, 1)
+
+
+class _Interface:
+    """An object exposing only NumPy's array interface (``described``)."""
+
+    def __init__(self, described: object) -> None:
+        self.__array_interface__ = described
+
+
+def test_scalars_and_bad_array_interfaces_refused(backend: str) -> None:
+    """A NumPy scalar is not an array (an in-place map would write a copy and hand back the
+    scalar unchanged); an array interface with a mask (NumPy drops it), a NULL data pointer,
+    or no ``typestr`` is an ``InvalidArgument`` naming the argument; the data behind the
+    interfaces stay as they were."""
+    with g.Kernel(g.map(uname(), g.f32, None, lambda x: x + 1), backend) as k:
+        with pytest.raises(InvalidArgument, match=r"^data: a NumPy scalar \(float32\)"):
+            k.run(np.float32(1))
+        base = np.arange(4, dtype=np.float32)
+        good = {"shape": (4,), "typestr": "<f4", "data": (base.ctypes.data, False),
+                "version": 3}
+        k.run(_Interface(good))  # the interface itself is taken, in place
+        np.testing.assert_array_equal(base, np.arange(4) + 1)
+        bad = {"mask": (dict(good, mask=np.array([True, False, True, False])), "mask"),
+               "NULL": (dict(good, data=(0, False)), "NULL"),
+               "typestr": ({k: v for k, v in good.items() if k != "typestr"}, "typestr")}
+        for case, (described, words) in bad.items():
+            err = _untouched(lambda d=described: k.run(_Interface(d)), base)
+            assert str(err).startswith("data: ") and words in str(err), case
+    with g.Kernel(g.sum(uname(), g.f32), backend) as k:
+        with pytest.raises(InvalidArgument, match=r"^data: a NumPy scalar"):
+            k.run(np.float32(1))
 
 
 def _untouched(fn, *arrays: np.ndarray) -> InvalidArgument:
@@ -249,6 +332,77 @@ def test_validation_multi_array_kinds(backend: str) -> None:
         idx = np.zeros(3, np.int32)
         out = np.zeros(9, np.float32)
         assert "idx" in str(_untouched(lambda: k.run(a, idx, out), a, idx, out))
+
+
+def _view(buf: PyBuffer, offset: int) -> PyBuffer:
+    """A borrowed buffer over ``buf``'s memory from byte ``offset`` on (what ``g.as_buffer``
+    makes of an array view): the backend resolves its address into ``buf``."""
+    view = PyBuffer.__new__(PyBuffer)
+    view.mem = buf.mem[offset:]
+    Buffer.__init__(view, buf.device, buf.nbytes - offset, buf.addr + offset, owned=False)
+    return view
+
+
+def _refusals_match(launch: Any, run: Any, *untouched: Buffer) -> None:
+    """``launch()`` and ``run()`` both refuse, with one message (``launch:`` before it), and
+    the buffers keep their bytes."""
+    before = [bytes(b.mem) for b in untouched]  # type: ignore[attr-defined]
+    with pytest.raises(InvalidArgument) as by_run:
+        run()
+    with pytest.raises(InvalidArgument) as by_launch:
+        launch()
+    assert "overlaps" in str(by_run.value)
+    assert str(by_launch.value) == f"launch: {by_run.value}"
+    assert [bytes(b.mem) for b in untouched] == before  # type: ignore[attr-defined]
+
+
+def test_launch_refuses_overlap_like_run(backend: str) -> None:
+    """A launch whose output partially overlaps an input (map_to, zip), or overlaps at all
+    (gather/scatter), is refused exactly as ``run`` refuses the same arrays; the very same
+    elements are still an in-place launch."""
+    n = 6
+    x = np.arange(n + 1, dtype=np.float32)
+    with g.Kernel(g.map_to(uname(), g.f32, g.f32, None, lambda v: v * 2 + 1), backend) as k:
+        buf = k.alloc(n + 1)
+        buf.upload(x)
+        _refusals_match(lambda: k.launch(buf, _view(buf, 4), n),
+                        lambda: k.run(x[:-1], x[1:]), buf)
+        k.launch(buf, buf, n)
+        got = np.empty(n + 1, np.float32)
+        buf.download(got)
+        np.testing.assert_array_equal(got, [*(x[:n] * 2 + 1), x[n]])
+    wide = np.arange(n, dtype=np.float64)
+    with g.Kernel(g.map_to(uname(), g.f64, g.f32, None, lambda v: v), backend) as k:
+        buf = k.alloc(n, "In")
+        buf.upload(wide)
+        _refusals_match(lambda: k.launch(buf, buf, n),
+                        lambda: k.run(wide, wide.view(np.float32)[:n]), buf)
+    with g.Kernel(g.zip(uname(), g.f32, g.f32, g.f32, None, lambda a, b: a + b), backend) as k:
+        a, b = k.alloc(n), k.alloc(n + 1)
+        a.upload(x[:n])
+        b.upload(x)
+        _refusals_match(lambda: k.launch(a, b, _view(b, 4), n),
+                        lambda: k.run(x[:n].copy(), x[:-1], x[1:]), a, b)
+    with g.Kernel(g.gather(uname(), g.f32, g.i32), backend) as k:
+        src, idx = k.alloc(n + 1), k.alloc(n, "Idx")
+        src.upload(x)
+        idx.upload(np.zeros(n, np.int32))
+        _refusals_match(lambda: k.launch(src, idx, _view(src, 4), n, n),
+                        lambda: k.run(x[:-1], np.zeros(n, np.int32), x[1:]), src, idx)
+
+
+def test_run_with_the_wrong_number_of_arguments_names_the_call(backend: str) -> None:
+    """``k.run(data, p, 3)`` and other wrong argument counts are an ``InvalidArgument``
+    listing what the kind takes (not Python's ``TypeError``); the data stay untouched."""
+    data = np.arange(4, dtype=np.float32)
+    with g.Kernel(g.map(uname(), g.f32, Scale, scale_relu), backend) as k:
+        err = _untouched(lambda: k.run(data, Scale(scale=2), 3), data)
+        assert str(err).startswith("run: a map kernel takes (data, p)") and "got 3" in str(err)
+        assert "got 0 arguments" in str(_untouched(lambda: k.run()))
+    with g.Kernel(g.gather(uname(), g.f32, g.i32), backend) as k:
+        idx = np.zeros(4, np.int32)
+        err = _untouched(lambda: k.run(data, idx), data, idx)
+        assert str(err) == "run: a gather kernel takes (src, idx, out), got 2 arguments"
 
 
 def test_reduce_returns_identity_for_empty(backend: str) -> None:

@@ -15,12 +15,14 @@ import pytest
 
 pytest.importorskip("gompute_hip")
 
+from amdgpu_codeobject import read_code_object  # noqa: E402
 from gompute_hip import libs  # noqa: E402
-from gompute_hip.codeobject import read_code_object  # noqa: E402
 
 import gompute_core as g  # noqa: E402
 from gompute_core.errors import BackendUnavailable, InvalidArgument  # noqa: E402
-from gompute_core.ir.kernel import KINDS, RAW  # noqa: E402
+from gompute_core.ir.kernel import RAW  # noqa: E402
+from gompute_core.kinds import kind_names  # noqa: E402
+from gompute_core.kinds.support import supported_kinds  # noqa: E402
 from gompute_core.plugins import manager  # noqa: E402
 from gompute_core.testing.catalogue import entry  # noqa: E402
 
@@ -49,7 +51,8 @@ def test_backend_info() -> None:
     rec = manager.record("hip")
     assert rec.loaded, rec.error
     assert rec.info.priority == 200
-    assert set(rec.info.kinds) == {*KINDS, RAW} and rec.info.unsupported_types == ()
+    assert set(supported_kinds(rec.info)) == {*kind_names(), RAW} and \
+        rec.info.unsupported_types == ()
 
 
 def test_probe_says_why_unavailable() -> None:

@@ -35,7 +35,7 @@ def _hiprtc_or_skip() -> None:
 @pytest.mark.parametrize("key", KEYS)
 def test_conformance_kernel_compiles_to_inspectable_code_object(key: str, arch: str) -> None:
     _hiprtc_or_skip()
-    from gompute_hip.codeobject import read_code_object
+    from amdgpu_codeobject import read_code_object
 
     spec = entries()[key].spec()
     kir = spec.lower()

@@ -125,7 +125,7 @@ def test_every_conformance_kernel_compiles_through_the_fixture_hiprtc(libdir: Pa
 import io
 import gompute_core as g
 from elftools.elf.elffile import ELFFile
-from gompute_hip.codeobject import read_code_object
+from amdgpu_codeobject import read_code_object
 from gompute_core.testing.catalogue import entries
 for key, e in sorted(entries().items()):
     for arch in ({DEVICE_ARCH!r}, "gfx1030") if key.startswith("rsum") else ({DEVICE_ARCH!r},):

@@ -4,6 +4,7 @@ free, and the checks (dtype, contiguity, writability, length, device)."""
 
 from __future__ import annotations
 
+import ctypes
 import gc
 import itertools
 import weakref
@@ -267,6 +268,70 @@ def test_read_only_numpy_exports_versioned_read_only() -> None:
     assert t.readonly
 
 
+class Bfloat16Host:
+    """A host tensor of bfloat16 that speaks DLPack only, as torch's CPU bf16 tensors do:
+    each ``__dlpack__`` builds dlpack.h's structures (type code 4, kDLBfloat) over its
+    2-byte elements."""
+
+    def __init__(self, n: int) -> None:
+        self.bits = np.arange(n, dtype=np.uint16)
+        self.shape = (ctypes.c_int64 * 1)(n)
+        self.deleter = dlpack._Deleter(lambda _: None)
+        self.managed: list[dlpack.DLManagedTensor] = []
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return (dlpack.KDL_CPU, 0)
+
+    def __dlpack__(self, stream: object = None, max_version: object = None,
+                   dl_device: object = None, copy: object = None) -> object:
+        tensor = dlpack.DLTensor(ctypes.c_void_p(self.bits.ctypes.data), dlpack.DLDevice(1, 0),
+                                 1, dlpack.DLDataType(4, 16, 1), self.shape, None, 0)
+        self.managed.append(dlpack.DLManagedTensor(tensor, None, self.deleter))
+        return dlpack._new(ctypes.addressof(self.managed[-1]), dlpack.LEGACY, None)
+
+
+def test_bfloat16_dlpack_is_a_typed_refusal(k_inc: g.Kernel) -> None:
+    """A bfloat16 tensor (which NumPy and Gompute have no type for) is an
+    ``InvalidArgument`` naming the argument and the type, in ``run``, ``launch`` and
+    ``as_buffer``; its memory is untouched."""
+    x = Bfloat16Host(4)
+    for call, role in ((lambda: k_inc.run(x), "data"), (lambda: k_inc.launch(x, 4), "launch: buf"),
+                       (lambda: g.as_buffer(x), "as_buffer")):
+        with pytest.raises(InvalidArgument, match=f"^{role}: the DLPack data type bfloat16"):
+            call()
+    np.testing.assert_array_equal(x.bits, np.arange(4))
+
+
+B = g.builtins
+
+
+@g.raw_kernel
+def iop_shift(x: g.GlobalPtr[g.f32], out: g.GlobalPtr[g.f32], n: g.u64):
+    """Reads ``x``, writes ``out``: a read-only array is fine as ``x`` only."""
+    i = B.global_id(0)
+    if i < n:
+        out[i] = x[i] + 1
+
+
+def test_read_only_array_as_a_written_raw_pointer_is_refused() -> None:
+    """A read-only NumPy array (or a buffer borrowed from one) passed where a raw kernel
+    writes is an ``InvalidArgument`` naming the argument, before anything runs; where the
+    kernel only reads, it is taken."""
+    raw = g.RawKernel(iop_shift, "cpu")
+    x = np.arange(8, dtype=np.float32)
+    x.flags.writeable = False
+    out = np.zeros(8, np.float32)
+    raw.launch(1, 8, [x, out, 8])
+    np.testing.assert_array_equal(out, x + 1)
+    frozen = out.copy()
+    frozen.flags.writeable = False
+    for target in (frozen, g.as_buffer(frozen)):
+        with pytest.raises(InvalidArgument, match=r"#1 \('out'\) is read-only memory but the "
+                                                  "kernel writes it"):
+            raw.launch(1, 8, [x, target, 8])
+    np.testing.assert_array_equal(frozen, x + 1)
+
+
 def test_devices_without_interop_refuse_foreign_arrays() -> None:
     from pybackend import PyBackend
 
@@ -282,3 +347,44 @@ def test_devices_without_interop_refuse_foreign_arrays() -> None:
                 buf.__dlpack_device__()
             assert not hasattr(buf, "__cuda_array_interface__")
             assert not hasattr(buf, "__array_interface__")
+
+
+def test_packed_binder_fast_path_refuses_read_only_where_written() -> None:
+    """The packing backends' generated argument binder (CUDA, HIP, OpenCL) accepts an
+    already-seen buffer class outright, but never a read-only one for a pointer the kernel
+    writes: that goes to the full check, which refuses it; a read pointer takes it."""
+    from pybackend import PyBackend
+
+    from gompute_core.backend import RawArgBuffer, raw_arg_layout
+    from gompute_core.ir.nodes import PointerType
+    from gompute_core.plugins import manager
+    from gompute_core.raw.binding import PackedBinder
+
+    with manager.isolated():
+        manager.register(PyBackend("pybind", host_memory=False))
+        device = manager.open_device("pybind", 0)
+        f32 = np.dtype(np.float32)
+        signature = (("x", PointerType(np.float32)), ("out", PointerType(np.float32)))
+        args = RawArgBuffer(raw_arg_layout(signature))
+        checked: list[str] = []
+
+        def converter(name: str) -> object:
+            def convert(buf: object) -> object:
+                checked.append(name)
+                if name == "out" and buf.readonly:  # type: ignore[attr-defined]
+                    raise InvalidArgument(f"{name} is read-only memory")
+                return buf
+            return convert
+
+        bind = PackedBinder(["pointer", "written"], [converter("x"), converter("out")],
+                            [f32, f32], device, args, None).bind
+        x, out = device.alloc(16), device.alloc(16)
+        x.dtype = out.dtype = f32
+        bind([x, out])
+        checked.clear()
+        bind([x, out])  # both seen: no full check
+        assert checked == []
+        x.readonly = out.readonly = True
+        with pytest.raises(InvalidArgument, match="out is read-only"):
+            bind([x, out])
+        assert checked == ["out"]  # the read pointer still took the fast path

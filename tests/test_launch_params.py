@@ -13,7 +13,7 @@ import pytest
 
 import gompute_core as g
 from gompute_core.abi import pack
-from gompute_core.runtime.launch_params import ParamsCache
+from gompute_core.backend import ParamsCache
 
 
 @g.params

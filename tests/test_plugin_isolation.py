@@ -23,7 +23,7 @@ import pytest
 pytest.importorskip("gompute_cpu")
 
 GOOD_PLUGIN = '''
-from gompute_core.backend import PLUGIN_API_VERSION, Availability, BackendInfo, hookimpl
+from gompute_core.backend import Availability, BackendInfo, hookimpl
 
 NAME, API, BROKEN = {name!r}, {api!r}, {broken!r}
 
@@ -36,7 +36,7 @@ def _maybe(hook):
 @hookimpl
 def gompute_backend_info():
     _maybe("gompute_backend_info")
-    return BackendInfo(NAME, "0.1", API or PLUGIN_API_VERSION, 1, ("map",))
+    return BackendInfo(NAME, "0.1", API or 2, 1, ("map",))
 
 
 @hookimpl
@@ -57,6 +57,35 @@ def gompute_device(ordinal):
     raise RuntimeError("no device in this test plugin")
 '''
 
+API1_PLUGIN = '''
+from gompute_core.backend import PLUGIN_API_VERSION, Availability, BackendInfo, hookimpl
+
+NAME = {name!r}
+
+
+@hookimpl
+def gompute_backend_info():
+    return BackendInfo(NAME, "0.1", {api}, 1, ("map",))
+
+
+@hookimpl
+def gompute_probe(backend):
+    return Availability(NAME, True) if backend == NAME else None
+
+
+@hookimpl
+def gompute_compile(request):
+    raise RuntimeError("an API 1 plugin must never be asked to compile")
+
+
+@hookimpl
+def gompute_device(backend, ordinal):
+    raise RuntimeError("an API 1 plugin must never be asked for a device")
+'''
+
+ECHO_PLUGIN = GOOD_PLUGIN.replace("API or 2", "PLUGIN_API_VERSION").replace(
+    "import Availability", "import PLUGIN_API_VERSION, Availability")
+
 PLUGINS = {
     # distribution: (entry point name, module source)
     "gp-newer": ("newer", GOOD_PLUGIN.format(name="newer", api=99, broken="")),
@@ -69,6 +98,11 @@ PLUGINS = {
                                                          broken="gompute_compiler")),
     "gp-baddevice": ("baddevice", GOOD_PLUGIN.format(name="baddevice", api=0,
                                                      broken="gompute_device")),
+    # written for API 1, declaring 1 as a literal, and echoing the core's version
+    "gp-api1": ("apione", API1_PLUGIN.format(name="apione", api="1")),
+    "gp-api1-echo": ("apiecho", API1_PLUGIN.format(name="apiecho", api="PLUGIN_API_VERSION")),
+    # the current hooks, but the version echoed from the core instead of stated
+    "gp-echo": ("echo", ECHO_PLUGIN.format(name="echo", api=0, broken="")),
     "gp-twin-a": ("twin", GOOD_PLUGIN.format(name="twin", api=0, broken="")),
     "gp-twin-b": ("twin", GOOD_PLUGIN.format(name="twin", api=0, broken="")),
 }
@@ -134,9 +168,19 @@ def test_gompute_info_reports_each(site: Path) -> None:
     assert "gompute_backend_info failed: RuntimeError: badinfo is broken" in out
     assert "probe raised RuntimeError: badprobe is broken in gompute_probe" in out
     assert "backend name 'twin' is already provided by" in out
+    assert out.count(API1_REFUSAL) == 2 and ECHO_REFUSAL in out
+    assert "hookspec" not in out  # never pluggy's own signature error
     cpu = out[out.index("cpu:"):]
     assert "available: yes" in cpu.split("\n\n")[0]
 
+
+API1_REFUSAL = ("the plugin was written for plugin API 1 (it implements gompute_compile(request)); "
+                "this gompute-core implements plugin API 2: port it as plugins.md, section 11 "
+                "'Porting a plugin from plugin API 1' describes")
+ECHO_REFUSAL = ("gompute_backend_info sets api_version from the core's PLUGIN_API_VERSION, "
+                "which always equals the installed core's version, so a mismatch could never "
+                "be detected: write the plugin API version the plugin was written for as a "
+                "number (api_version=2 for this core), see plugins.md, section 4")
 
 EXPECTED = {
     "newer": ("BackendUnavailable", "plugin API version 99"),
@@ -146,6 +190,9 @@ EXPECTED = {
     "badcompiler": ("BackendUnavailable", "badcompiler is broken in gompute_compiler"),
     "baddevice": ("BackendUnavailable", "baddevice is broken in gompute_device"),
     "twin": ("BackendUnavailable", "uninstall one of them"),
+    "apione": ("BackendUnavailable", API1_REFUSAL),
+    "apiecho": ("BackendUnavailable", API1_REFUSAL),
+    "echo": ("BackendUnavailable", ECHO_REFUSAL),
 }
 
 

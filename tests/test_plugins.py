@@ -144,7 +144,7 @@ def test_env_restricts_and_orders(registry: None, monkeypatch: pytest.MonkeyPatc
 def test_plugin_without_info_hook_is_refused(registry: None) -> None:
     class NoInfo:
         @manager.hookimpl
-        def gompute_probe(self, backend: str) -> None:
+        def gompute_probe(self) -> None:
             return None
 
     rec = manager.register(NoInfo(), name="noinfo")

@@ -8,11 +8,14 @@ example declares. Shell blocks may only use ``gompute`` subcommands and options 
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import os
 import re
 import shlex
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -35,8 +38,9 @@ def test_the_guide_has_runnable_blocks() -> None:
     assert len(blocks("python")) >= 6 and blocks("toml") and blocks("bash")
 
 
-def test_python_blocks_run(tmp_path: Path) -> None:
-    """The complete example backend is written out and the script blocks run against it."""
+def guide_code() -> tuple[dict[str, str], str]:
+    """The guide's ``# file: NAME`` blocks joined per file, and the other Python blocks
+    joined as one script."""
     files: dict[str, str] = {}
     script = []
     for body in blocks("python"):
@@ -46,15 +50,65 @@ def test_python_blocks_run(tmp_path: Path) -> None:
             files[match.group(1)] = files.get(match.group(1), "") + rest + "\n"
         else:
             script.append(body)
+    return files, "\n".join(script)
+
+
+def test_python_blocks_run(tmp_path: Path) -> None:
+    """The complete example backend is written out and the script blocks run against it."""
+    files, script = guide_code()
     for name, text in files.items():
         (tmp_path / name).write_text(text)
-    (tmp_path / "guide.py").write_text("\n".join(script))
+    (tmp_path / "guide.py").write_text(script)
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), *sys.path])
     env["GOMPUTE_CACHE_DIR"] = str(tmp_path / "cache")
     done = subprocess.run([sys.executable, "guide.py"], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def _wheel(out: Path, dist: str, modules: dict[str, str], entry_points: str) -> Path:
+    """A pure-Python wheel of ``dist`` 0.1.0 holding ``modules`` (file name: text) and the
+    ``entry_points.txt`` text."""
+    info = f"{dist}-0.1.0.dist-info"
+    files = {name: text.encode() for name, text in modules.items()}
+    files[f"{info}/METADATA"] = f"Metadata-Version: 2.1\nName: {dist}\nVersion: 0.1.0\n".encode()
+    files[f"{info}/WHEEL"] = (b"Wheel-Version: 1.0\nGenerator: gompute-tests\n"
+                              b"Root-Is-Purelib: true\nTag: py3-none-any\n")
+    files[f"{info}/entry_points.txt"] = entry_points.encode()
+
+    def line(path: str, data: bytes) -> str:
+        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+        return f"{path},sha256={digest},{len(data)}"
+
+    files[f"{info}/RECORD"] = ("\n".join([*(line(p, d) for p, d in files.items()),
+                                          f"{info}/RECORD,,"]) + "\n").encode()
+    path = out / f"{dist}-0.1.0-py3-none-any.whl"
+    with zipfile.ZipFile(path, "w") as zf:
+        for name, data in files.items():
+            zf.writestr(name, data)
+    return path
+
+
+def test_the_complete_example_certifies(tmp_path: Path) -> None:
+    """Section 8's backend, packaged as written (a wheel with a ``gompute.backends`` entry
+    point) and pip-installed, is certified by ``gompute certify`` (for fewer capabilities:
+    it declares no f16, streams, events or graphs). The whole conformance suite runs."""
+    files, _ = guide_code()
+    wheel = _wheel(tmp_path, "tinyc", {"tinyc.py": files["tinyc.py"]},
+                   "[gompute.backends]\ntinyc = tinyc\n")
+    site = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index",
+                    "--target", str(site), str(wheel)], check=True, capture_output=True)
+    env = dict(os.environ, GOMPUTE_CACHE_DIR=str(tmp_path / "cache"),
+               PYTHONPATH=os.pathsep.join([str(site), *sys.path]))
+    env.pop("GOMPUTE_BACKENDS", None)
+    extra = os.environ.get("GOMPUTE_GUIDE_CERTIFY_ARGS", "")  # e.g. "-k devices" to narrow
+    done = subprocess.run([sys.executable, "-m", "gompute_core.cli", "certify", "tinyc",
+                           *(["--", *shlex.split(extra)] if extra else [])],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=3000)
+    assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-3000:]
+    assert "CERTIFIED" in done.stdout and "NOT CERTIFIED" not in done.stdout, done.stdout
 
 
 def test_toml_block_matches_the_example() -> None:
@@ -71,3 +125,32 @@ def test_toml_block_matches_the_example() -> None:
 def test_shell_commands_parse(line: str) -> None:
     """Every ``gompute`` command shown is accepted by the real argument parser."""
     build_parser().parse_args(shlex.split(line)[1:])
+
+
+def test_sdk_reference_matches_all() -> None:
+    """Section 9's table of ``gompute_core.backend`` names exactly its ``__all__``."""
+    import gompute_core.backend as sdk
+
+    text = GUIDE.read_text()
+    start = text.index("### SDK reference: `gompute_core.backend`")
+    table = text[start:text.index("\n### ", start + 1)]
+    documented: list[str] = []
+    for row in table.splitlines():
+        if row.startswith("| `"):
+            first = row.split(" | ")[0].lstrip("| ")
+            documented += re.findall(r"`(\w+)`", first)
+    assert sorted(documented) == sorted(sdk.__all__)
+    for name in documented:
+        getattr(sdk, name)  # each one really is there
+
+
+def test_the_refusals_name_sections_that_exist() -> None:
+    """The sections the API-version refusals send plugin authors to exist and say it."""
+    from gompute_core.plugins import apishape
+
+    text = GUIDE.read_text()
+    assert "\n## 11. Porting a plugin from plugin API 1\n" in text
+    assert apishape.PORTING_SECTION == ("plugins.md, section 11 "
+                                        "'Porting a plugin from plugin API 1'")
+    section4 = text[text.index("\n## 4. "):text.index("\n## 5. ")]
+    assert "`api_version`" in section4 and "Stating `api_version`" in section4

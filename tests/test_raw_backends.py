@@ -20,6 +20,7 @@ from raw_examples import EXAMPLES
 
 from gompute_core.abi import pack
 from gompute_core.backend import RawArgBuffer, raw_arg_layout
+from gompute_core.compilation import compile_artifact
 from gompute_core.errors import BackendUnavailable, UnsupportedBackend
 from gompute_core.ir.nodes import PointerType, StructType
 from gompute_core.plugins import manager
@@ -75,7 +76,7 @@ def run_raw(backend: str, kernel: Any, grid: Any, block: Any, shared: int,
     pointers, copied in and out); the values after the launch."""
     device = _device_or_skip(backend)
     kir = kernel.lower()
-    artifact = manager.compile_artifact(CompileRequest(backend, kir, device.arch))
+    artifact = compile_artifact(CompileRequest(backend, kir, device.arch))
     args = RawArgBuffer(raw_arg_layout(kernel.signature))
     launcher = device._load_raw(artifact, kir, args)
     buffers, packed, params = [], [], b""
@@ -125,7 +126,7 @@ def test_two_pointers_to_one_buffer_alias(backend: str) -> None:
     x = np.arange(1000, dtype=np.float32)
     device = _device_or_skip(backend)
     kir = example.kernel.lower()
-    artifact = manager.compile_artifact(CompileRequest(backend, kir, device.arch))
+    artifact = compile_artifact(CompileRequest(backend, kir, device.arch))
     args = RawArgBuffer(raw_arg_layout(example.kernel.signature))
     launcher = device._load_raw(artifact, kir, args)
     buf = device.alloc(x.nbytes)

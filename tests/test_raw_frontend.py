@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import gompute_core as g
-from gompute_core.backend.args import RawArgBuffer, raw_arg_layout
+from gompute_core.backend import RawArgBuffer, raw_arg_layout
 from gompute_core.errors import InvalidArgument, KernelSyntaxError
 from gompute_core.ir import nodes as ir
 from gompute_core.ir.uniformity import varying_names
@@ -189,13 +189,14 @@ def test_definition_errors() -> None:
 
 
 def test_names_are_unique_across_specs_and_raw_kernels() -> None:
-    g.map("rf_shared_name", g.f32, None, lambda x: x)
+    spec = g.map("rf_shared_name", g.f32, None, lambda x: x)  # held: its name is taken
     with pytest.raises(InvalidArgument, match=r"raw kernel name 'rf_shared_name' \(defined at "
                                               r".*test_raw_frontend.py:\d+\) is already used "
                                               r"by a map defined at .*test_raw_frontend.py"):
         @g.raw_kernel(name="rf_shared_name")
         def other(d: g.GlobalPtr[g.f32]):
             pass
+    assert spec.kind == "map"
 
 
 def test_builtins_and_definitions_are_not_callable_from_python() -> None:

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import gc
 import itertools
+import pickle
+import weakref
 
 import numpy as np
 import pytest
 
 import gompute_core as g
 from gompute_core.errors import InvalidArgument
-from gompute_core.specs import registered_spec, specs_in
+from gompute_core.specs import registered_kernel, registered_names, registered_spec, specs_in
 
 _ids = itertools.count()
 
@@ -30,6 +33,10 @@ def add(a, b, p):
 @g.params
 class Scale:
     scale: g.f32
+
+
+MODULE_LEVEL = g.map("specs_module_level_double", g.f32, None, double)
+"""Kept alive by this module: found by name, and pickled by reference."""
 
 
 def test_map_attributes() -> None:
@@ -69,9 +76,10 @@ def test_bad_names(bad: object) -> None:
 
 def test_duplicate_name_names_first_definition() -> None:
     name = uname("dup")
-    g.map(name, g.f32, None, double)
+    first = g.map(name, g.f32, None, double)  # held: a live spec's name is taken
     with pytest.raises(InvalidArgument, match=r"already used by a map defined at .*test_specs"):
         g.sum(name, g.f32)
+    assert registered_spec(name) is first
 
 
 @pytest.mark.parametrize("bad", [0, 1025, -1, 2.0, True, "256"])
@@ -233,6 +241,53 @@ def test_map_fn_errors() -> None:
         g.map_fn(uname(), wrong_return)
     with pytest.raises(InvalidArgument, match="annotated Python function"):
         g.map_fn(uname(), Scale)  # type: ignore[arg-type]
+
+
+def test_registry_holds_specs_weakly() -> None:
+    """A dropped spec (lowered, so holding its IR) is freed and its name can be defined
+    again; while it lives, another definition of the name is refused."""
+    name = uname("weak")
+    spec = g.map(name, g.f32, None, double)
+    lowered = weakref.ref(spec.lower())
+    with pytest.raises(InvalidArgument, match="already used by a map"):
+        g.sum(name, g.f32)
+    gone = weakref.ref(spec)
+    del spec
+    gc.collect()
+    assert gone() is None and lowered() is None
+    assert registered_spec(name) is None and name not in registered_names()
+    again = g.sum(name, g.f32)
+    assert registered_spec(name) is again and again.preset == "sum"
+
+
+def test_registry_holds_raw_kernels_weakly() -> None:
+    """Raw kernels share the registry and its rules: a live one refuses a spec of its name,
+    a dropped one frees the name."""
+    name = uname("weak_raw")
+
+    def define() -> object:
+        @g.raw_kernel(name=name)
+        def fill(out: g.GlobalPtr[g.f32]):
+            out[g.builtins.global_id(0)] = 1
+
+        return fill
+
+    raw = define()
+    assert registered_kernel(name) is raw
+    with pytest.raises(InvalidArgument, match="already used by a raw kernel"):
+        g.map(name, g.f32, None, double)
+    gone = weakref.ref(raw)
+    del raw
+    gc.collect()
+    assert gone() is None and registered_kernel(name) is None
+    assert registered_spec(name) is None
+    assert g.map(name, g.f32, None, double).kind == "map"
+
+
+def test_module_level_spec_stays_registered_and_pickles_by_reference() -> None:
+    gc.collect()
+    assert registered_spec("specs_module_level_double") is MODULE_LEVEL
+    assert pickle.loads(pickle.dumps(MODULE_LEVEL)) is MODULE_LEVEL
 
 
 def test_specs_in_collects_module_level_specs() -> None:

@@ -1,12 +1,12 @@
-"""The transfer checks every backend's buffers share (gompute_core.runtime.transfer)."""
+"""The transfer checks every backend's buffers share (gompute_core.backend.transfer)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+from gompute_core.backend.transfer import device_span, host_span
 from gompute_core.errors import InvalidArgument
-from gompute_core.runtime.transfer import device_span, host_span
 
 
 def test_host_span_is_a_flat_byte_view_of_the_requested_bytes() -> None:

@@ -52,6 +52,34 @@ def _unwrap_0d(value: Any) -> Any:
     return value
 
 
+def int_in_range(t: ScalarType, iv: int, path: str, lo: int, hi: int, shown: Any = None
+                 ) -> Any:
+    """``iv`` as integer type ``t`` (whose range is ``[lo, hi]``); ``InvalidArgument``
+    naming ``path`` and showing ``shown`` (default ``iv``) when it does not fit. The range
+    check of params fields and raw kernels' scalar arguments."""
+    if not lo <= iv <= hi:
+        raise InvalidArgument(f"{path}: {_show(iv if shown is None else shown)} does not fit "
+                              f"{short_name(t)} [{lo}, {hi}]")
+    return t(iv)
+
+
+def float_in_range(t: ScalarType, value: Any, path: str) -> Any:
+    """The number ``value`` as float type ``t``; ``InvalidArgument`` naming ``path`` when it
+    does not fit: too large for a Python float (``10**400``) or finite but rounding to
+    infinity in ``t`` (``1e40`` for an f32). Infinities and NaN pass as themselves. The
+    range check of params fields and raw kernels' scalar arguments."""
+    try:
+        fv = float(value)
+    except OverflowError:
+        raise InvalidArgument(f"{path}: {_show(value)} does not fit {short_name(t)}") from None
+    with np.errstate(over="ignore"):
+        result = t(fv)
+    if math.isinf(result) and not math.isinf(fv):
+        raise InvalidArgument(f"{path}: {_show(value)} does not fit {short_name(t)} "
+                              f"(overflow)")
+    return result
+
+
 class Codec(abc.ABC):
     """Base of the field codecs; subclasses set the attributes in ``__init__``."""
 
@@ -108,26 +136,13 @@ class ScalarCodec(Codec):
         else:
             raise InvalidArgument(
                 f"{path}: expected a number for a {self.describe()} field, got {_type_name(value)}")
-        if not self._lo <= iv <= self._hi:
-            raise InvalidArgument(
-                f"{path}: {_show(value)} does not fit {self.describe()} [{self._lo}, {self._hi}]")
-        return self.ir(iv)
+        return int_in_range(self.ir, iv, path, self._lo, self._hi, value)
 
     def _convert_float(self, value: Any, path: str) -> Any:
         if not isinstance(value, (int, float, np.integer, np.floating, np.bool_)):
             raise InvalidArgument(
                 f"{path}: expected a number for a {self.describe()} field, got {_type_name(value)}")
-        try:
-            fv = float(value)
-        except OverflowError:
-            raise InvalidArgument(
-                f"{path}: {_show(value)} does not fit {self.describe()}") from None
-        with np.errstate(over="ignore"):
-            result = self.ir(fv)
-        if math.isinf(result) and not math.isinf(fv):
-            raise InvalidArgument(
-                f"{path}: {_show(value)} does not fit {self.describe()} (overflow)")
-        return result
+        return float_in_range(self.ir, value, path)
 
     def rebuild(self, items: Iterator[Any]) -> Any:
         return self.ir(next(items))

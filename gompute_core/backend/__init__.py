@@ -19,9 +19,11 @@ Buffers subclass :class:`Buffer` and implement ``_copyin``, ``_copyout``,
 ``_copy_device``, ``_fill`` and ``_release``. The core does the rest once for
 every backend: argument checks, the per-kind launch with its argument buffer
 (:class:`ArgBuffer`), ``run`` (pipelined on devices with streams), the compile
-cache and its key, the reduce block cap and every error message. The
-reference backend in ``tests/pybackend.py`` shows the minimum; ``plugins.md``
-is the guide.
+cache and its key, the reduce block cap and every error message. Streams,
+events and graphs subclass :class:`Stream`, :class:`Event`, :class:`Graph` and
+:class:`GraphExec`; every one of these objects has ``close()``. ``__all__`` is
+the whole SDK (``plugins.md`` section 9 lists it, a test compares the two); the
+reference backend in ``tests/pybackend.py`` shows the minimum.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from ..plugins.records import (
 
 if TYPE_CHECKING:  # at run time the SDK's classes load on first use (a plugin's import of
     # this package, at discovery, must not import NumPy: see bench/startup.py)
-    from .args import (
+    from ..abi.entry_args import (
         ArgBuffer,
         ArgLayout,
         RawArgBuffer,
@@ -51,24 +53,35 @@ if TYPE_CHECKING:  # at run time the SDK's classes load on first use (a plugin's
         raw_arg_layout,
     )
     from .buffer import Buffer
-    from .compiler import Built, Compiler, compile_kernel
-    from .device import (
-        CAPABILITIES,
-        Device,
-        ImmediateEvent,
-        ImmediateStream,
-        Launcher,
-        RawLauncher,
-        Stream,
+    from .compiler import Built, Compiler, backend_identity
+    from .device import CAPABILITIES, CAPABILITY_METHODS, Device, Launcher, RawLauncher
+    from .launch_params import ParamsCache
+    from .pinning import HostPinning, pinned_array
+    from .storage import (
+        cache_root,
+        clear_squatter,
+        private_cache_dir,
+        warn_dropped,
+        warn_once,
+        write_atomically,
     )
+    from .streams import Event, Graph, GraphExec, ImmediateEvent, ImmediateStream, Stream
 
 _LAZY = {
-    "ArgBuffer": "args", "ArgLayout": "args", "Slot": "args", "arg_layout": "args",
-    "has_params": "args", "RawArgBuffer": "args", "raw_arg_layout": "args",
-    "RawLauncher": "device", "Buffer": "buffer", "Built": "compiler", "Compiler": "compiler",
-    "compile_kernel": "compiler", "CAPABILITIES": "device", "Device": "device",
-    "ImmediateEvent": "device", "ImmediateStream": "device", "Launcher": "device",
-    "Stream": "device",
+    "ArgBuffer": "..abi.entry_args", "ArgLayout": "..abi.entry_args",
+    "Slot": "..abi.entry_args", "arg_layout": "..abi.entry_args",
+    "has_params": "..abi.entry_args", "RawArgBuffer": "..abi.entry_args",
+    "raw_arg_layout": "..abi.entry_args",
+    "Buffer": "buffer", "Built": "compiler", "Compiler": "compiler",
+    "backend_identity": "compiler",
+    "CAPABILITIES": "device", "CAPABILITY_METHODS": "device",
+    "Device": "device", "Launcher": "device", "RawLauncher": "device",
+    "ParamsCache": "launch_params", "HostPinning": "pinning", "pinned_array": "pinning",
+    "cache_root": "storage", "clear_squatter": "storage", "private_cache_dir": "storage",
+    "warn_dropped": "storage",
+    "warn_once": "storage", "write_atomically": "storage",
+    "Event": "streams", "Graph": "streams", "GraphExec": "streams",
+    "ImmediateEvent": "streams", "ImmediateStream": "streams", "Stream": "streams",
 }
 
 
@@ -76,15 +89,26 @@ def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'gompute_core.backend' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    relative = module if module.startswith("..") else f".{module}"
+    value = getattr(importlib.import_module(relative, __name__), name)
     globals()[name] = value
     return value
 
 
 __all__ = [
-    "CAPABILITIES", "PLUGIN_API_VERSION", "ArgBuffer", "ArgLayout", "Artifact", "Availability",
-    "BackendInfo", "Buffer", "Built", "CompileRequest", "Compiler", "Device", "DeviceInfo",
-    "ImmediateEvent", "ImmediateStream", "Launcher", "Slot", "Stream", "arg_layout",
-    "compile_kernel", "has_params", "hookimpl", "RawArgBuffer", "RawLauncher",
-    "raw_arg_layout",
+    # records and the hook marker
+    "PLUGIN_API_VERSION", "Artifact", "Availability", "BackendInfo", "CompileRequest",
+    "DeviceInfo", "hookimpl",
+    # the compiler
+    "Built", "Compiler", "backend_identity",
+    # the device, its buffers and queues
+    "CAPABILITIES", "CAPABILITY_METHODS", "Buffer", "Device", "Event", "Graph", "GraphExec",
+    "ImmediateEvent", "ImmediateStream", "Launcher", "RawLauncher", "Stream",
+    # the argument buffers
+    "ArgBuffer", "ArgLayout", "ParamsCache", "RawArgBuffer", "Slot", "arg_layout",
+    "has_params", "raw_arg_layout",
+    # host memory and files
+    "HostPinning", "pinned_array", "cache_root", "clear_squatter", "private_cache_dir",
+    "warn_dropped",
+    "warn_once", "write_atomically",
 ]

@@ -32,8 +32,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import InvalidArgument
-from ..interop import Exports, TypedView, buffer_shape
-from ..runtime.transfer import byte_count, device_span, host_span
+from .exports import Exports, TypedView, buffer_shape
+from .transfer import byte_count, device_span, host_span
 
 if TYPE_CHECKING:
     from .device import Device, Stream
@@ -52,12 +52,13 @@ class Buffer(Exports, ABC):
     ``free()`` is idempotent; any later use raises ``InvalidArgument``. A
     *borrowed* buffer (``owned=False``) views memory someone else owns:
     ``free()`` only forgets it; ``keep`` holds what keeps its memory alive (the
-    producer's array). ``dtype`` (default ``uint8``) and ``shape`` (default: the
-    element count) are how other libraries see it.
+    producer's array); ``readonly`` says its producer declared the memory read-only (a
+    raw kernel refuses it where it writes). ``dtype`` (default ``uint8``) and ``shape``
+    (default: the element count) are how other libraries see it.
     """
 
     __slots__ = ("device", "nbytes", "addr", "owned", "_freed", "dtype", "shape", "keep",
-                 "__weakref__")
+                 "readonly", "__weakref__")
 
     def __init__(self, device: Device, nbytes: int, addr: int, *, owned: bool = True) -> None:
         self.device = device
@@ -68,6 +69,7 @@ class Buffer(Exports, ABC):
         self.dtype: np.dtype = _BYTES
         self.shape: tuple[int, ...] | None = None
         self.keep: Any = None
+        self.readonly = False
 
     # ---- primitives a backend implements -------------------------------------------
     @abstractmethod
@@ -234,6 +236,10 @@ class Buffer(Exports, ABC):
         if self.owned:
             self._release()
         self.keep = None
+
+    def close(self) -> None:
+        """The SDK's common name for :meth:`free` (every device object has ``close``)."""
+        self.free()
 
     def __repr__(self) -> str:
         state = "freed" if self._freed else f"at {self.addr:#x}"

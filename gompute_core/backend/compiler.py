@@ -2,26 +2,27 @@
 
 A backend's compiler implements ``identity()`` (the compiler and its
 version: ``"nvrtc 13.0"``), ``render(kernel, arch)`` (the source text) and
-``build(source, kernel, arch, options)`` (the image). :func:`compile_kernel`
-renders, then looks the artifact up under a key the core computes from the
-backend, the compiler's identity, the arch, the options, the sha256 of the
-rendered source and the kernel's IR digest: any change to the renderer, the
-compiler or its inputs misses, with no version constant to bump by hand.
-Hits come from this process's memory, then the on-disk cache (atomic
-writes, a checksum checked before use), unless the compiler opts out of the
-disk (``disk_cache = False``: artifacts cheaper to rebuild than to read).
+``build(source, kernel, arch, options)`` (the image). The compile layer
+(:func:`gompute_core.compilation.compile_kernel`) renders, then looks the
+artifact up under a key computed from the backend, the backend's own identity
+(:func:`backend_identity`: the distribution providing the compiler's class,
+its version and the sha256 of the class's module), the compiler's identity,
+the arch, the options, the sha256 of the rendered source and the kernel's IR
+digest: any change to the renderer, the compiler, the backend's release or
+the inputs misses, with no version constant to bump by hand.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import importlib.metadata as metadata
+import sys
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 from ..errors import InvalidArgument
-from ..plugins.records import Artifact
-from ..runtime.diskcache import CompileCache
 
 if TYPE_CHECKING:
     from ..ir.kernel import KernelIR
@@ -69,32 +70,30 @@ class Compiler(ABC):
               options: tuple[str, ...]) -> Built:
         """Compile ``source``; ``CompileFailed`` carrying the compiler's log on rejection."""
 
-
-def cache_key(compiler: Compiler, kernel: KernelIR, arch: str, options: tuple[str, ...],
-              source: str) -> tuple[str, ...]:
-    """The parts of ``kernel``'s cache key (see the module docstring)."""
-    return (compiler.backend, compiler.identity(), arch, "\0".join(options),
-            hashlib.sha256(source.encode()).hexdigest(), kernel.digest())
+    def close(self) -> None:  # noqa: B027 - optional: most compilers hold nothing
+        """Release what the compiler holds (a compiler process, a library handle)."""
 
 
-def compile_kernel(compiler: Compiler, kernel: KernelIR, arch: str,
-                   options: tuple[str, ...] = (), cache: CompileCache | None = None,
-                   source: str | None = None) -> Artifact:
-    """Render ``kernel`` for ``arch`` (or take ``source``, a raw kernel's own C text) and
-    return its artifact, built or from ``cache`` (by default a fresh one of the backend's
-    namespace: the disk level only)."""
-    arch = compiler.check_arch(arch)
-    if source is None:
-        source = compiler.render(kernel, arch)
-    key = cache_key(compiler, kernel, arch, options, source)
-
-    def build() -> Artifact:
-        built = compiler.build(source, kernel, arch, options)
-        return Artifact(backend=compiler.backend, image=built.image, format=built.format,
-                        entry=built.entry or kernel.name, target=arch, source=source,
-                        compiler=key[1], digest=kernel.digest(), kind=kernel.kind,
-                        extra=built.extra)
-
-    if cache is None:
-        cache = CompileCache(compiler.backend)
-    return cache.get_or_build(key, build, disk=compiler.disk_cache)
+@functools.cache
+def backend_identity(module: str) -> str:
+    """Who builds with the compiler class defined in ``module``: the installed distribution
+    holding the module's top-level package and its version (``"gompute-cpu 0.1.0"``;
+    ``"unpackaged"`` for a module no distribution holds, a backend under development or a
+    test's), and the sha256 of the module's file, so editing ``build()`` misses the cache
+    even in an editable install whose version did not change."""
+    top = module.partition(".")[0]
+    try:
+        dist = metadata.distribution(top)  # the usual case: named like its package
+    except metadata.PackageNotFoundError:
+        names = metadata.packages_distributions().get(top, [])
+        dist = metadata.distribution(names[0]) if names else None
+    release = f"{dist.metadata['Name']} {dist.version}" if dist is not None else "unpackaged"
+    path = getattr(sys.modules.get(module), "__file__", None)
+    digest = "no file"
+    if path:
+        try:
+            with open(path, "rb") as f:
+                digest = hashlib.sha256(f.read()).hexdigest()[:16]
+        except OSError:
+            pass
+    return f"{release}; {module} sha256:{digest}"

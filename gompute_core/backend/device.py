@@ -6,13 +6,13 @@ A backend's device subclasses :class:`Device` and implements:
 * ``_load(artifact, kernel, args) -> launcher`` — load the artifact's entry
   point and return a callable ``launcher(grid, stream)`` that launches it
   with ``grid`` blocks of ``kernel.block_size`` threads on ``stream``, reading
-  its arguments from ``args`` (an :class:`~gompute_core.backend.args.ArgBuffer`
+  its arguments from ``args`` (an :class:`~gompute_core.backend.ArgBuffer`
   the core patches before each call);
 * ``synchronize()`` and the ``stream`` property (the default stream).
 
-Raw kernels (``"raw"`` in the backend's ``BackendInfo.kinds``): ``_load_raw(artifact,
+Raw kernels (the ``"raw"`` kernel feature in ``BackendInfo.features``): ``_load_raw(artifact,
 kernel, args) -> launcher(grid, block, shared_bytes, stream)`` with ``args`` a
-:class:`~gompute_core.backend.args.RawArgBuffer`; the core checks the grid, the
+:class:`~gompute_core.backend.RawArgBuffer`; the core checks the grid, the
 block (against ``max_block_dims``, ``max_block_threads`` and the kernel's declared
 shape), ``shared_bytes`` (against ``max_shared_bytes``) and every argument first.
 
@@ -37,18 +37,24 @@ implicitly).
 from __future__ import annotations
 
 import math
-import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from ..errors import AllocFailed, EventFailed, InvalidArgument, ModuleLoadFailed, Unsupported
+from ..abi.entry_args import ArgBuffer, RawArgBuffer, arg_layout
+from ..errors import (
+    AllocFailed,
+    InvalidArgument,
+    ModuleLoadFailed,
+    Unsupported,
+    UnsupportedBackend,
+)
 from ..ir.kernel import KernelIR
 from ..plugins.records import Artifact
-from .args import ArgBuffer, RawArgBuffer, arg_layout
 from .buffer import Buffer
+from .streams import Event, Stream
 
 if TYPE_CHECKING:
     from ..kinds.program import KernelProgram
@@ -61,98 +67,78 @@ RawLauncher = Callable[[tuple[int, int, int], tuple[int, int, int], int, "Stream
 the current args (grid and block as ``(x, y, z)``, already checked by the core)."""
 
 CAPABILITIES = frozenset({"streams", "events", "graphs", "pinned_memory", "host_memory",
-                          "f64_atomics"})
+                          "f64_atomics", "serial_threads"})
 """Every capability name a device may declare."""
 
 MAX_ALLOC_BYTES = 1 << 56
 """Larger requests are refused as ``AllocFailed`` before any backend call."""
 
 
-class Stream:
-    """An ordered queue of work on one device (``device`` says which)."""
-
-    device: Device
-
-    def synchronize(self) -> None:
-        """Wait for all work on this stream; a device fault raises ``SyncFailed``."""
-
-    def query(self) -> bool:
-        """True when all work on this stream has finished."""
-        return True
-
-    def begin_capture(self, mode: str = "thread_local") -> None:
-        """Start recording this stream's work into a graph (capability ``"graphs"``;
-        ``Unsupported`` naming it on a device that does not declare it)."""
-        raise Unsupported(f"backend {self.device.backend!r} does not provide graphs "
-                          "(capability 'graphs'): streams cannot be captured")
-
-    def end_capture(self) -> Any:
-        """Stop recording and return the captured graph (capability ``"graphs"``)."""
-        raise Unsupported(f"backend {self.device.backend!r} does not provide graphs "
-                          "(capability 'graphs'): streams cannot be captured")
+CAPABILITY_METHODS: dict[str, tuple[str, ...]] = {
+    "streams": ("create_stream",),
+    "events": ("create_event",),
+    "pinned_memory": ("pinned", "pin"),
+    "host_memory": ("host_array",),
+}
+"""The methods that implement each capability a device class is checked for; the others
+(``"graphs"``: the device's streams capture; ``"f64_atomics"``) are declared."""
 
 
-class ImmediateStream(Stream):
-    """The stream of a device whose every operation is done when its call returns."""
-
-    def __init__(self, device: Device) -> None:
-        self.device = device
-
-    def wait_event(self, event: object) -> None:
-        """Nothing to wait for: every operation already completed."""
-
-    def __repr__(self) -> str:
-        return f"<ImmediateStream of {self.device.backend}:{self.device.ordinal}>"
+def _implemented(cls: type, method: str) -> bool:
+    """True when a class between ``cls`` and :class:`Device` defines ``method``."""
+    for klass in cls.__mro__:
+        if klass is Device:
+            return False
+        if method in klass.__dict__:
+            return True
+    return False
 
 
-class ImmediateEvent:
-    """An event of a device whose every operation is done when its call returns.
-
-    ``record`` reads the host's monotonic clock: all work enqueued before it
-    has already finished, so the reading is when the stream reached the
-    event, and ``elapsed_us`` is the difference of two readings (host time,
-    including the Python overhead of the calls in between). ``synchronize``
-    waits for nothing and ``query`` is always True.
-    """
-
-    def __init__(self, device: Device, timing: bool = True) -> None:
-        self.device = device
-        self.timing = timing
-        self._ns: int | None = None
-
-    def record(self, stream: Stream | None = None) -> None:
-        """Mark the current end of ``stream`` (default: the device's)."""
-        s = self.device.stream if stream is None else stream
-        if getattr(s, "device", None) is not self.device:
-            raise InvalidArgument(f"record: stream {s!r} does not belong to this event's "
-                                  f"device ({self.device!r})")
-        self._ns = time.perf_counter_ns()
-
-    def synchronize(self) -> None:
-        """Nothing to wait for: the work before the event already completed."""
-
-    def query(self) -> bool:
-        """True: the work before the event already completed."""
-        return True
-
-    def elapsed_us(self, start: ImmediateEvent) -> float:
-        """Microseconds of host time from ``start``'s record to this event's."""
-        if not isinstance(start, ImmediateEvent) or start.device is not self.device:
-            raise InvalidArgument(f"elapsed_us: start must be an event of {self.device!r}, "
-                                  f"got {start!r}")
-        if not (self.timing and start.timing):
-            raise EventFailed("elapsed_us: an event created with timing=False has no time")
-        if self._ns is None or start._ns is None:
-            which = "this event" if self._ns is None else "start"
-            raise EventFailed(f"elapsed_us: {which} was never recorded")
-        return (self._ns - start._ns) / 1000.0
-
-    def __repr__(self) -> str:
-        return f"<ImmediateEvent of {self.device.backend}:{self.device.ordinal}>"
+def derive_capabilities(cls: type[Device]) -> frozenset[str]:
+    """``cls``'s capabilities: the declared ones plus every one whose methods it implements
+    (``"host_memory"``: ``packs_arguments = False``, which needs ``host_array``).
+    ``UnsupportedBackend`` naming the class, the capability and the missing method for a
+    capability declared but not implemented, or implemented in part."""
+    declared = frozenset(cls.capabilities)
+    unknown = declared - CAPABILITIES
+    if unknown:
+        raise UnsupportedBackend(f"{cls.__module__}.{cls.__qualname__} declares unknown "
+                                 f"capabilities {sorted(unknown)}; known: {sorted(CAPABILITIES)}")
+    derived = set(declared)
+    for capability, methods in CAPABILITY_METHODS.items():
+        have = [m for m in methods if _implemented(cls, m)]
+        if capability != "host_memory":
+            wanted = capability in declared or bool(have)
+        elif not cls.packs_arguments:
+            wanted = True
+        elif capability in declared:
+            raise UnsupportedBackend(
+                f"{cls.__module__}.{cls.__qualname__} declares 'host_memory' but packs its "
+                "arguments: set packs_arguments = False and implement host_array")
+        else:
+            continue  # a packing device may still offer host_array (raw launches)
+        if not wanted:
+            continue
+        missing = [m for m in methods if m not in have]
+        if missing:
+            raise UnsupportedBackend(
+                f"{cls.__module__}.{cls.__qualname__} implements capability {capability!r} "
+                f"only in part: {', '.join(missing)} is missing (plugins.md, section 6)")
+        derived.add(capability)
+    return frozenset(derived)
 
 
 class Device(ABC):
-    """One device of a backend: allocation, program loading, streams, synchronization."""
+    """One device of a backend: allocation, program loading, streams, synchronization.
+
+    A subclass's ``capabilities`` are checked and completed when the class is created
+    (:func:`derive_capabilities`), so a half-implemented capability fails when the
+    plugin's module is imported, naming the missing method.
+    """
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.capabilities = derive_capabilities(cls)
 
     backend: ClassVar[str]
     capabilities: ClassVar[frozenset[str]] = frozenset()
@@ -220,7 +206,7 @@ class Device(ABC):
         raise Unsupported(f"backend {self.backend!r} does not provide streams (capability "
                           "'streams')")
 
-    def create_event(self, timing: bool = True) -> Any:
+    def create_event(self, timing: bool = True) -> Event:
         """A new event (capability ``"events"``)."""
         raise Unsupported(f"backend {self.backend!r} does not provide events (capability "
                           "'events')")
@@ -234,6 +220,13 @@ class Device(ABC):
         """Page-lock ``host``'s memory for fast, truly asynchronous copies while it lives;
         False when the backend cannot (callers then stage through :meth:`pinned`)."""
         return False
+
+    def host_array(self, buf: Buffer, dtype: np.dtype) -> np.ndarray:
+        """The host memory of ``buf`` as a flat array of ``dtype`` (capability
+        ``"host_memory"``: a device with ``packs_arguments = False`` computes on host memory,
+        and the core hands its launcher these arrays instead of packed addresses)."""
+        raise Unsupported(f"backend {self.backend!r} does not compute on host memory "
+                          "(capability 'host_memory')")
 
     def borrow(self, host: np.ndarray) -> Buffer:
         """A buffer viewing ``host``'s memory (capability ``"host_memory"``)."""

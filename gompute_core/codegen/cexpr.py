@@ -237,6 +237,16 @@ class FunctionWriter(Visitor):
     def visit_Load(self, e: ir.Load) -> str:
         return self.load(self.element(e.base, e.index), e.type)
 
+    def visit_LocalLoad(self, e: ir.LocalLoad) -> str:
+        return self.load(self.element(e.base, e.index), e.type)
+
+    def visit_MakeTuple(self, e: ir.MakeTuple) -> str:
+        items = ", ".join(self.expr(i) for i in e.items)
+        return f"{self.r.need_tuple(e.type)[1]}({items})"
+
+    def visit_TupleItem(self, e: ir.TupleItem) -> str:
+        return f"({self.expr(e.value)}).v{e.index}"
+
     def visit_Atomic(self, e: ir.Atomic) -> str:
         space = self.r.pointer_space if isinstance(e.base.type, ir.PointerType) \
             else self.r.shared_pointer_space
@@ -263,6 +273,10 @@ class FunctionWriter(Visitor):
         return f"{ind}return {self.expr(s.value)};\n"
 
     def visit_Store(self, s: ir.Store, ind: str, types: dict[str, ir.IRType]) -> str:
+        elem = s.base.type.elem  # type: ignore[union-attr]
+        return f"{ind}{self.element(s.base, s.index)} = {self.store(self.expr(s.value), elem)};\n"
+
+    def visit_LocalStore(self, s: ir.LocalStore, ind: str, types: dict[str, ir.IRType]) -> str:
         elem = s.base.type.elem  # type: ignore[union-attr]
         return f"{ind}{self.element(s.base, s.index)} = {self.store(self.expr(s.value), elem)};\n"
 
@@ -322,15 +336,26 @@ class FunctionWriter(Visitor):
         if isinstance(t, ir.SharedType):
             dims = "".join(f"[{d}]" for d in t.shape)
             return f"{self.r.shared_qualifier} {mem_type(t.elem)} {name}{dims}"
-        return f"{reg_type(t)} {name}"
+        if isinstance(t, ir.LocalType):  # per thread, in storage form like other arrays
+            return f"{mem_type(t.elem)} {name}{''.join(f'[{d}]' for d in t.shape)}"
+        return f"{self.type_name(t)} {name}"
+
+    def type_name(self, t: ir.IRType | None) -> str:
+        """The C type of a scalar (register form) or of a tuple (its struct)."""
+        if isinstance(t, ir.TupleType):
+            return self.r.need_tuple(t)[0]
+        return reg_type(t)
 
     def local_decls(self, locals_: tuple[tuple[str, ir.IRType], ...]) -> str:
         """Declarations of a function's locals at the top of its body: shared arrays first
-        (OpenCL wants them before any statement), scalars zero-initialized."""
+        (OpenCL wants them before any statement), scalars and local arrays
+        zero-initialized."""
         ordered = sorted(locals_, key=lambda nt: not isinstance(nt[1], ir.SharedType))
         out = ""
         for n, t in ordered:
-            init = "" if isinstance(t, (ir.ArrayType, ir.StructType, ir.SharedType)) else \
+            init = "" if isinstance(t, (ir.ArrayType, ir.StructType, ir.SharedType,
+                                        ir.TupleType)) else \
+                " = {0}" if isinstance(t, ir.LocalType) else \
                 (" = false" if t is np.bool_ else " = 0")
             out += f"  {self.decl_type(t, var_name(n))}{init};\n"
         return out
@@ -339,5 +364,5 @@ class FunctionWriter(Visitor):
         """Render one IR function as a forced-inline device helper."""
         types = dict(f.args) | dict(f.locals)
         args = ", ".join(self.decl_type(t, var_name(n)) for n, t in f.args) or "void"
-        out = f"{self.r.function_qualifier} {reg_type(f.ret)} {fn_name(f.name)}({args}) {{\n"
+        out = f"{self.r.function_qualifier} {self.type_name(f.ret)} {fn_name(f.name)}({args}) {{\n"
         return out + self.local_decls(f.locals) + self.stmts(f.body, "  ", types) + "}\n"

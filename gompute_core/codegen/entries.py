@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from ..backend.args import has_params
+from ..abi.entry_args import has_params
 from ..ir import nodes as ir
 from ..ir.kernel import KernelIR
 from ..types import is_signed
@@ -26,9 +26,12 @@ from .ctypes_ import mem_type, reg_type, size_of, struct_cname
 if TYPE_CHECKING:
     from .renderer import CRenderer
 
-UNROLL = 4
 """Vectors each thread loads before computing (memory-level parallelism)."""
 
+
+UNROLL = 4
+"""Vectors each thread of an elementwise or reduce entry loads before computing (memory-level
+parallelism); the kinds' grid rule counts with it."""
 
 def _field_decl(t: ir.IRType, name: str) -> str:
     if isinstance(t, ir.ArrayType):
@@ -149,7 +152,7 @@ class EntryWriter:
             return self.w.store(self.call(k.element, args), out[1])  # type: ignore[arg-type]
 
         src = self.head(params) + " {\n" + self.prologue() + "  gp_u64 gp_i = gp_tid;\n"
-        if self.r.vector_loads == "union":
+        if self.r.vector_loads != "scalar":
             src += self._elementwise_vectors(ins, out, compute)
         get = {n: f"{n}[gp_i]" for n, _ in [*ins, out]}
         src += (f"  for (; gp_i < n; gp_i += gp_nth) {out[0]}[gp_i] = {compute(get, 'gp_i')};\n"
@@ -164,6 +167,34 @@ class EntryWriter:
         """Pointer ``name`` cast to a pointer to vector type ``vt`` (same address space)."""
         return f"(({self.r.pointer_space}{'const ' if const else ''}{vt}*){name})"
 
+    # The pieces of a vector loop, in the dialect's form (:attr:`CRenderer.vector_loads`):
+    # ``r`` is an array of ``unroll`` vectors, each ``lanes`` elements of ``t``.
+    def _vectors(self, r: str, t: ir.IRType, lanes: int, unroll: int, union: str) -> str:
+        """The declaration of ``r`` (``union``: the union type's name)."""
+        if self.r.vector_loads == "memcpy":
+            return f"{mem_type(t)} {r}[{unroll}][{lanes}];"
+        return f"{union} {r}[{unroll}];"
+
+    def _lane(self, r: str) -> str:
+        """Element ``l`` of vector ``u`` of ``r``."""
+        return f"{r}[u][l]" if self.r.vector_loads == "memcpy" else f"{r}[u].e[l]"
+
+    def _load_vector(self, r: str, ptr: str, t: ir.IRType, lanes: int) -> str:
+        """Vector ``u`` of ``r`` loaded from vector ``gp_i + u * gp_nth`` of ``ptr``."""
+        at, nbytes = "gp_i + u * gp_nth", lanes * size_of(t)
+        if self.r.vector_loads == "memcpy":
+            return f"memcpy({r}[u], {ptr} + ({at}) * {lanes}, {nbytes});"
+        vt = self.r.vector_types[nbytes]
+        return f"{r}[u].v = {self.vector_cast(vt, ptr, True)}[{at}];"
+
+    def _store_vector(self, ptr: str, r: str, t: ir.IRType, lanes: int) -> str:
+        """Vector ``u`` of ``r`` stored to vector ``gp_i + u * gp_nth`` of ``ptr``."""
+        at, nbytes = "gp_i + u * gp_nth", lanes * size_of(t)
+        if self.r.vector_loads == "memcpy":
+            return f"memcpy({ptr} + ({at}) * {lanes}, {r}[u], {nbytes});"
+        vt = self.r.vector_types[nbytes]
+        return f"{self.vector_cast(vt, ptr, False)}[{at}] = {r}[u].v;"
+
     def _elementwise_vectors(self, ins: list[tuple[str, ir.IRType]], out: tuple[str, ir.IRType],
                              compute: Callable[[dict[str, str], str], str]) -> str:
         """The 16-byte vector loop over the aligned prefix (``gp_i`` continues after it)."""
@@ -171,31 +202,29 @@ class EntryWriter:
         lanes = 16 // max(size_of(t) for t in arrays.values())
         aligned = " && ".join(f"(((gp_u64){n}) & 15) == 0" for n in arrays)
         src = f"  if ({aligned}) {{\n    const gp_u64 gp_nv = n / {lanes};\n"
-        for n, t in arrays.items():
-            vt = self.r.vector_types[lanes * size_of(t)]
-            src += f"    {self.vector_union(f'gp_V_{n}', vt, t, lanes)}\n"
+        if self.r.vector_loads == "union":
+            for n, t in arrays.items():
+                vt = self.r.vector_types[lanes * size_of(t)]
+                src += f"    {self.vector_union(f'gp_V_{n}', vt, t, lanes)}\n"
         for unroll in (UNROLL, 1):
             cond = f"gp_i + {unroll - 1} * gp_nth < gp_nv" if unroll > 1 else "gp_i < gp_nv"
             src += f"    for (; {cond}; gp_i += {unroll} * gp_nth) {{\n"
-            for n, _ in ins:
-                vt = self.r.vector_types[lanes * size_of(arrays[n])]
-                src += (f"      gp_V_{n} r_{n}[{unroll}];\n"
+            for n, t in ins:
+                src += (f"      {self._vectors(f'r_{n}', t, lanes, unroll, f'gp_V_{n}')}\n"
                         f"      {self.r.unroll_pragma}\n"
                         f"      for (int u = 0; u < {unroll}; ++u) "
-                        f"r_{n}[u].v = {self.vector_cast(vt, n, True)}[gp_i + u * gp_nth];\n")
+                        f"{self._load_vector(f'r_{n}', n, t, lanes)}\n")
             on, ot = out
-            ovt = self.r.vector_types[lanes * size_of(ot)]
             if on not in dict(ins):
-                src += f"      gp_V_{on} r_{on}[{unroll}];\n"
-            get = {n: f"r_{n}[u].e[l]" for n in arrays}
+                src += f"      {self._vectors(f'r_{on}', ot, lanes, unroll, f'gp_V_{on}')}\n"
+            get = {n: self._lane(f"r_{n}") for n in arrays}
             idx = f"(gp_i + u * gp_nth) * {lanes} + l"
             src += (f"      {self.r.unroll_pragma}\n"
                     f"      for (int u = 0; u < {unroll}; ++u) {{\n"
                     f"        {self.r.unroll_pragma}\n"
                     f"        for (int l = 0; l < {lanes}; ++l) "
-                    f"r_{on}[u].e[l] = {compute(get, idx)};\n"
-                    f"        {self.vector_cast(ovt, on, False)}[gp_i + u * gp_nth] = "
-                    f"r_{on}[u].v;\n"
+                    f"{self._lane(f'r_{on}')} = {compute(get, idx)};\n"
+                    f"        {self._store_vector(on, f'r_{on}', ot, lanes)}\n"
                     f"      }}\n    }}\n")
         return src + f"    gp_i = gp_nv * {lanes} + gp_tid;\n  }}\n"
 
@@ -263,21 +292,22 @@ class EntryWriter:
                f"  {r.unroll_pragma}\n  for (int l = 0; l < {lanes}; ++l) "
                f"gp_acc[l] = {self.w.expr(k.identity)};\n"  # type: ignore[arg-type]
                f"  gp_u64 gp_i = gp_tid;\n")
-        if r.vector_loads == "union":
+        if r.vector_loads != "scalar":
             src += (f"  if ((((gp_u64)data) & 15) == 0) {{\n"
-                    f"    const gp_u64 gp_nv = n / {lanes};\n"
-                    f"    {self.vector_union('gp_V', vt, t, lanes)}\n")
+                    f"    const gp_u64 gp_nv = n / {lanes};\n")
+            if r.vector_loads == "union":
+                src += f"    {self.vector_union('gp_V', vt, t, lanes)}\n"
             for unroll in (UNROLL, 1):
                 cond = f"gp_i + {unroll - 1} * gp_nth < gp_nv" if unroll > 1 else "gp_i < gp_nv"
                 src += (f"    for (; {cond}; gp_i += {unroll} * gp_nth) {{\n"
-                        f"      gp_V r[{unroll}];\n"
+                        f"      {self._vectors('r', t, lanes, unroll, 'gp_V')}\n"
                         f"      {r.unroll_pragma}\n"
                         f"      for (int u = 0; u < {unroll}; ++u) "
-                        f"r[u].v = {self.vector_cast(vt, 'data', True)}[gp_i + u * gp_nth];\n"
+                        f"{self._load_vector('r', 'data', t, lanes)}\n"
                         f"      {r.unroll_pragma}\n      for (int u = 0; u < {unroll}; ++u) {{\n"
                         f"        {r.unroll_pragma}\n"
                         f"        for (int l = 0; l < {lanes}; ++l) "
-                        f"gp_acc[l] = {comb('gp_acc[l]', pre('r[u].e[l]'))};\n"
+                        f"gp_acc[l] = {comb('gp_acc[l]', pre(self._lane('r')))};\n"
                         f"      }}\n    }}\n")
             src += f"    gp_i = gp_nv * {lanes} + gp_tid;\n  }}\n"
         return src + (f"  {c} gp_a = gp_acc[0];\n"

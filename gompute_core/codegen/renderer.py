@@ -21,9 +21,9 @@ from typing import ClassVar, Literal
 import numpy as np
 
 from ..errors import Unsupported
-from ..ir.intrinsics import INTRINSICS, f32_via_f64
+from ..ir.intrinsics import INTRINSICS, f16_via_f64, f32_via_f64
 from ..ir.kernel import RAW, KernelIR
-from ..ir.nodes import AtomicOp, GeometryFunc, IRType
+from ..ir.nodes import AtomicOp, GeometryFunc, IRType, TupleType
 from ..types import bits, short_name
 from .atomics import CUDA_ATOMICS, CUDA_CAS, CUDA_FLOAT_BITS, cas_loop_helper
 from .cexpr import FunctionWriter
@@ -48,6 +48,10 @@ F32_VIA_F64: frozenset[str] = f32_via_f64()
 """f32 functions evaluated in double and rounded once: correctly rounded in practice, as
 the CPU's libm, where the f32 device functions may be an ulp or two away."""
 
+F16_VIA_F64: frozenset[str] = f16_via_f64()
+"""f16 functions evaluated in double and rounded once to f16 (``fma``: in float, the sum
+would be rounded twice)."""
+
 
 class CRenderer:
     """Base of C-family renderers; subclasses set the dialect's class attributes.
@@ -64,6 +68,10 @@ class CRenderer:
     language: ClassVar[Literal["c++", "c"]] = "c++"
     #: text before everything (includes, typedefs beyond :attr:`int_typedefs`).
     prelude: ClassVar[str] = ""
+    #: text after the prelude when the kernel opts in to contraction (``KernelIR.contract``)
+    #: and the dialect turns it on in the source (OpenCL's ``FP_CONTRACT`` pragma); CUDA and
+    #: HIP turn it on with their compilers' options instead.
+    contract_prelude: ClassVar[str] = ""
     #: the fixed-width integer typedefs (``gp_i8`` ... ``gp_u64``, ``gp_f16``) after the prelude.
     int_typedefs: ClassVar[str] = INT_TYPEDEFS
     #: identifiers the target reserves: a params member or kernel name among them gets ``_``
@@ -90,8 +98,13 @@ class CRenderer:
     #: (OpenCL's ``"__global "``); the shared array's is :attr:`shared_qualifier`.
     pointer_space: ClassVar[str] = ""
     #: elementwise and reduce-preset loops: ``"union"`` loads 16-byte vectors through a
-    #: union with :attr:`vector_types`; ``"scalar"`` loads one element at a time.
-    vector_loads: ClassVar[Literal["union", "scalar"]] = "union"
+    #: union with :attr:`vector_types` (what NVRTC and hiprtc turn into one 16-byte load);
+    #: ``"memcpy"`` copies each 16-byte vector into a local array of elements with
+    #: ``memcpy`` (for a host C or C++ compiler: no pointer cast, and GCC 12.2 at ``-O3
+    #: -mavx2`` miscompiles the union's integer lane sums, which this form avoids; the
+    #: prelude must declare ``memcpy``); ``"scalar"`` loads one element at a time. The
+    #: three fold a reduce preset in the same order.
+    vector_loads: ClassVar[Literal["union", "memcpy", "scalar"]] = "union"
     unroll_pragma: ClassVar[str] = "#pragma unroll"
     #: a constant expression for a member's offset, from ``{t}`` (struct) and ``{m}`` (member).
     offsetof: ClassVar[str] = "__builtin_offsetof({t}, {m})"
@@ -199,9 +212,15 @@ class CRenderer:
         return table[func]
 
     def math_call(self, func: str, t: IRType, args: list[str]) -> str:
-        """A call of math ``func`` on float type ``t`` (f16 computed in f32 and rounded)."""
+        """A call of math ``func`` on float type ``t`` (f16 computed in f32 and rounded, or
+        in f64 for :data:`F16_VIA_F64`)."""
         if t is np.float64:
             return f"{self.math_name(func, t)}({', '.join(args)})"
+        if t is np.float16 and func in F16_VIA_F64:
+            self.uses_half = True
+            call = f"{self.math_name(func, np.float64)}" \
+                   f"({', '.join(f'(double)({a})' for a in args)})"
+            return f"{self.half_to_float}({self.double_to_half}({call}))"
         if func in self.f32_via_f64:
             call = f"(float){self.math_name(func, np.float64)}" \
                    f"({', '.join(f'(double)({a})' for a in args)})"
@@ -229,6 +248,20 @@ class CRenderer:
                                                self.round_half)
             self.uses_half |= t is np.float16
         return name
+
+    def need_tuple(self, t: TupleType) -> tuple[str, str]:
+        """The struct type of tuple type ``t`` and the function making one from its items
+        (``gp_tuple_f32_i64``, ``gp_make_tuple_f32_i64``), emitting both once."""
+        suffix = "_".join(short_name(e) for e in t.elems)
+        name, make = f"gp_tuple_{suffix}", f"gp_make_tuple_{suffix}"
+        if name not in self._helpers:
+            members = "".join(f"\n  {reg_type(e)} v{k};" for k, e in enumerate(t.elems)) + "\n"
+            params = ", ".join(f"{reg_type(e)} a{k}" for k, e in enumerate(t.elems))
+            body = "".join(f" r.v{k} = a{k};" for k in range(len(t.elems)))
+            self._helpers[name] = (f"{self.aggregate('struct', name, members)}\n"
+                                   f"{self.function_qualifier} {name} {make}({params}) {{ "
+                                   f"{name} r;{body} return r; }}\n")
+        return name, make
 
     def need_float_abs(self) -> str:
         """Name of the f32 absolute value helper (:func:`float_abs_helper`), emitting it
@@ -290,7 +323,8 @@ class CRenderer:
         named = f", entry {symbol}" if symbol != kir.name else ""
         return "\n".join(p for p in (
             f"// kernel {kir.name} ({kir.kind}){named}, IR digest {kir.digest()[:16]}\n",
-            self.prelude, self.int_typedefs, self._support(kir), functions, entry) if p)
+            self.prelude, self.contract_prelude if kir.contract else "", self.int_typedefs,
+            self._support(kir), functions, entry) if p)
 
     def render_functions(self, kir: KernelIR) -> str:
         """Only the device code of ``kir``'s IR functions, with the helpers and params

@@ -40,7 +40,8 @@ def lower(fn: Any, arg_types: Sequence[IRType | None], ret: Any, name: str
     their bound ``.eval``. ``arg_types`` gives each parameter's IR type, or None
     for a parameter the spec binds nothing to (it must be unused; it is dropped
     from the IR arguments). ``ret`` is the scalar type the result is converted
-    to (None: inferred from the returns). The result lists every function
+    to (None: inferred from the returns; a ``TupleType`` for a function returning several
+    values). The result lists every function
     needed, callees before callers, the main function (named ``name``) last.
     Raises KernelSyntaxError (with file:line) for code outside the language.
     """

@@ -11,13 +11,14 @@ from typing import Any
 
 import numpy as np
 
+from ..ir.intrinsics import BY_NAME
 from ..ir.nodes import CallFunction, CallIntrinsic, Cast, Const
 from ..types import as_scalar_type, f64, i64, is_float
 from . import memory, ops
 from .choice import Choice, Operand, choose, distribute
 from .context import FnContext, Static
 from .expressions import lower_any, lower_operand
-from .kmath import BINARY_INTRINSICS, PREDICATES, intrinsic_of
+from .kmath import ARITY, PREDICATES, intrinsic_of
 from .values import (
     Ty,
     TypingError,
@@ -176,8 +177,9 @@ def _min_max(ctx: FnContext, node: ast.Call, which: str) -> Operand:
 
 
 def _intrinsic(ctx: FnContext, node: ast.Call, name: str, text: str) -> Operand:
-    count = 2 if name in BINARY_INTRINSICS else 1
-    values = _args(ctx, node, text, count)
+    values = _args(ctx, node, text, ARITY[name])
+    if BY_NAME[name].kind == "library":
+        return _library(ctx, node, name, text, values[0])
 
     def one(*args: Value) -> Value:
         t = args[0].ty
@@ -189,6 +191,23 @@ def _intrinsic(ctx: FnContext, node: ast.Call, name: str, text: str) -> Operand:
         return Value(CallIntrinsic(name, conv, rtype))  # type: ignore[arg-type]
 
     return ctx.typing(node, distribute, one, *values)
+
+
+def _library(ctx: FnContext, node: ast.Call, name: str, text: str, v: Operand) -> Operand:
+    """``g.math.<name>(x)`` of a ``library`` entry: the kernel-language function
+    ``special.<name>_f64`` called on ``x`` converted to f64, its result converted back to
+    ``x``'s float type (f64 for integers and Python numbers), as the oracle computes it."""
+    from . import special
+
+    fn = getattr(special, f"{name}_f64")
+
+    def one(x: Value) -> Value:
+        ft = x.type if x.weak is None and is_float(x.type) else f64
+        arg = coerce(x, Ty(f64))
+        result = _call_helper(ctx, node, fn, text, None, [arg])
+        return Value(result.expr if ft is f64 else Cast(result.expr, ft))
+
+    return ctx.typing(node, distribute, one, v)
 
 
 def _helper(ctx: FnContext, node: ast.Call, fn: types.FunctionType, text: str,

@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TypeAlias
+from typing import Any, TypeAlias
 
 import numpy as np
 
@@ -59,6 +59,15 @@ class Choice:
 Operand: TypeAlias = Value | Choice
 
 
+def same_constant(x: Any, y: Any) -> bool:
+    """Whether two folded constants are one value: same type and ``==``, and for floats the
+    same sign (``-0.0 == 0.0``, but ``1 // -0.0`` is ``-inf``: fuzz seed 4096001, case
+    2576, took ``max(K, -0.0)`` for ``-0.0``)."""
+    if type(x) is not type(y) or x != y:
+        return False
+    return not isinstance(x, float) or math.copysign(1.0, x) == math.copysign(1.0, y)
+
+
 def choose(cond: Expr, a: Operand, b: Operand, text: str) -> Operand:
     """``a if cond else b``: a Select when both are run-time values of one type (weakness
     included), else a Choice (a TypingError beyond MAX_ALTERNATIVES alternatives that do
@@ -67,8 +76,8 @@ def choose(cond: Expr, a: Operand, b: Operand, text: str) -> Operand:
         if not (is_scalar(a.type) and is_scalar(b.type)):
             raise TypingError(f"'{text}' must give numbers, not {a.ty.describe()} and "
                               f"{b.ty.describe()}")
-        if a.is_weak_const and b.is_weak_const and a.weak == b.weak and a.py == b.py \
-                and type(a.py) is type(b.py):
+        if a.is_weak_const and b.is_weak_const and a.weak == b.weak and \
+                same_constant(a.py, b.py):
             return a
         if a.ty == b.ty and not a.is_weak_const and not b.is_weak_const:
             return Value(Select(cond, a.expr, b.expr, a.type), a.weak)  # type: ignore[arg-type]

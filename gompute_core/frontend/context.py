@@ -104,6 +104,9 @@ class FnContext:
     """Lines of the enclosing conditions and loops that depend on the thread index."""
     exited: int | None = None
     """Line of a ``return`` some threads of a block may have taken (raw kernels)."""
+    local_arrays: frozenset[str] = frozenset()
+    """Names of the function's local arrays (declared with ``g.local_array`` or passed in
+    as parameters): ``name[i] = v`` stores to them."""
 
     # -- errors -------------------------------------------------------------------------
     def fail(self, node: ast.AST | None, message: str, construct: str | None = None) -> NoReturn:
@@ -116,6 +119,10 @@ class FnContext:
             return fn(*args)
         except TypingError as exc:
             self.fail(node, str(exc), type(node).__name__)
+
+    def where(self, node: ast.AST) -> str:
+        """``file:line`` of ``node`` in the function's source."""
+        return f"{self.src.filename}:{getattr(node, 'lineno', None) or self.src.node.lineno}"
 
     # -- variables ----------------------------------------------------------------------
     def record_assignment(self, node: ast.AST, name: str, ty: Ty) -> None:

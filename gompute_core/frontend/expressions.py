@@ -11,8 +11,18 @@ from typing import Any
 
 import numpy as np
 
-from ..ir.nodes import ArrayType, Field, Index, StructType, Var
-from ..types import is_int
+from ..ir.nodes import (
+    ArrayType,
+    Binary,
+    Cast,
+    Field,
+    Index,
+    LocalType,
+    StructType,
+    TupleType,
+    Var,
+)
+from ..types import is_float, is_int, short_name
 from . import memory, ops
 from .choice import Choice, Operand, choose, distribute, settle, settle_to
 from .context import FnContext, Static
@@ -61,10 +71,17 @@ def construct_name(node: ast.AST) -> str:
     return CONSTRUCT_NAMES.get(key, key)
 
 
+_HINTS: dict[str, str] = {
+    "List": "; for a per-thread array, declare g.local_array(T, n)",
+}
+"""What to write instead of a construct, by AST class name."""
+
+
 def reject(ctx: FnContext, node: ast.AST, what: str | None = None) -> Any:
     """Raise the KernelSyntaxError for a construct outside the kernel language."""
     name = what or construct_name(node)
-    ctx.fail(node, f"{name} is not supported in kernel code", type(node).__name__)
+    hint = _HINTS.get(type(node).__name__, "")
+    ctx.fail(node, f"{name} is not supported in kernel code{hint}", type(node).__name__)
 
 
 def classify(ctx: FnContext, node: ast.AST, obj: Any, text: str) -> Value | Static:
@@ -174,14 +191,24 @@ def _subscript(ctx: FnContext, node: ast.Subscript) -> Value:
     base = lower_expr(ctx, node.value)
     if memory.is_memory(base):
         return memory.load(ctx, node, base)
+    if isinstance(base.type, LocalType):
+        from . import arrays
+
+        return arrays.load(ctx, node, base)
+    if isinstance(base.type, TupleType):
+        from . import tuples
+
+        return tuples.item(ctx, node, base)
     if not isinstance(base.type, ArrayType):
         ctx.fail(node, f"indexing a {base.ty.describe()}: only params arrays "
-                       "(g.Array fields) and a raw kernel's arrays can be indexed", "Subscript")
+                       "(g.Array fields), local arrays (g.local_array) and a raw kernel's "
+                       "arrays can be indexed", "Subscript")
     if isinstance(node.slice, ast.Slice):
         reject(ctx, node.slice)
     idx = lower_expr(ctx, node.slice)
     if not is_scalar(idx.type) or not (is_int(idx.type) and idx.type is not np.bool_):
-        ctx.fail(node, f"array index must be an integer, got {idx.ty.describe()}", "Subscript")
+        ctx.fail(node, f"array index must be an integer, got {idx.ty.describe()}"
+                       f"{mixed_integer_hint(node.slice, idx)}", "Subscript")
     length = base.type.length
     if idx.is_weak_const:
         i = int(idx.py)  # type: ignore[arg-type]
@@ -189,7 +216,24 @@ def _subscript(ctx: FnContext, node: ast.Subscript) -> Value:
             ctx.fail(node, f"index {i} out of range for {ast.unparse(node.value)} "
                            f"(length {length})", "Subscript")
         idx = ctx.typing(node, weak_const, i % length)
-    return Value(Index(base.expr, materialize(idx).expr, base.type.elem))
+    return Value(Index(base.expr, materialize(idx).expr, base.type.elem, where=ctx.where(node)))
+
+
+def mixed_integer_hint(node: ast.expr, v: Value) -> str:
+    """For a float index computed from integers of mixed signedness (``u64 // i64`` is an
+    ``f64`` in NumPy, which no array takes as an index: the function run on NumPy scalars
+    raises there too): why, and the cast that fixes it; "" otherwise."""
+    e = v.expr
+    if not (isinstance(e, Binary) and is_float(e.type)):
+        return ""
+    sides = [x.value.type for x in (e.lhs, e.rhs) if isinstance(x, Cast)]
+    if len(sides) != 2 or not all(is_int(t) for t in sides):
+        return ""
+    a, b = (short_name(t) for t in sides)
+    return (f": '{ast.unparse(node)}' combines {a} and {b}, which NumPy promotes to "
+            f"{short_name(e.type)}, not an index (the function run on NumPy scalars raises "
+            f"there too); convert one operand so that both have one signedness, e.g. "
+            f"g.i64(...) around the {'u64' if 'u64' in (a, b) else a} operand")
 
 
 def _constant(ctx: FnContext, node: ast.Constant) -> Value:

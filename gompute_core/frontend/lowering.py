@@ -15,8 +15,9 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from ..ir.nodes import Assign, Expr, Function, Stmt, Var
+from ..ir.nodes import Assign, Expr, Function, LocalType, Stmt, Var
 from ..ir.uniformity import varying_names
+from . import arrays
 from .context import FnContext, Param, Program, Specialization, fail_at
 from .limits import MAX_AST_DEPTH, ast_too_deep
 from .names import safe_name
@@ -88,12 +89,16 @@ def lower_function(program: Program, src: FunctionSource, arg_tys: Sequence[Ty |
         if name in local_names and name not in ir_names:
             ir_names[name] = safe_name(name, taken)
 
+    local_arrays: frozenset[str] = frozenset(
+        n for n, p in params.items() if p.ty is not None and isinstance(p.ty.type, LocalType))
+
     def context(var_types: dict[str, Ty], emit: bool, ret_ty: Ty | None) -> FnContext:
         return FnContext(program, src, params, local_names, ir_names, dict(var_types), ret_ty,
                          emit=emit, lower_helper=lower_helper, defined=set(initial),
-                         declared_ret=ret is not None, raw=raw)
+                         declared_ret=ret is not None, raw=raw, local_arrays=local_arrays)
 
     initial = {n: p.ty for n, p in params.items() if n in local_names and p.ty is not None}
+    local_arrays |= arrays.declared_names(context({}, False, None), body)
     var_types: dict[str, Ty] = dict(initial)
     returns: Ty | None = None
     while True:  # terminates: types only move up a finite lattice

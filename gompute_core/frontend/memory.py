@@ -17,10 +17,12 @@ from ..errors import KernelSyntaxError
 from ..ir.nodes import (
     Atomic,
     Barrier,
+    Const,
     Evaluate,
     Expr,
     Geometry,
     Load,
+    LocalType,
     PointerType,
     SharedType,
     Store,
@@ -48,13 +50,14 @@ def is_memory(v: Any) -> bool:
     return isinstance(v, Value) and isinstance(v.type, (PointerType, SharedType))
 
 
-def _indices(ctx: FnContext, node: ast.expr, base: Value, text: str) -> tuple[Expr, ...]:
-    """The ``i64`` indices of ``base[node]`` (one per dimension)."""
-    from .expressions import lower_expr
+def indices(ctx: FnContext, node: ast.expr, base: Value, text: str) -> tuple[Expr, ...]:
+    """The ``i64`` indices of ``base[node]`` (one per dimension; a constant index of a
+    shared array must be in range; one of a local array may be negative, as NumPy's)."""
+    from .expressions import lower_expr, mixed_integer_hint
 
     t = base.type
     parts = list(node.elts) if isinstance(node, ast.Tuple) else [node]
-    dims = len(t.shape) if isinstance(t, SharedType) else 1
+    dims = len(t.shape) if isinstance(t, (SharedType, LocalType)) else 1
     if len(parts) != dims:
         ctx.fail(node, f"'{text}' has {dims} dimension{'s' if dims > 1 else ''}, indexed with "
                        f"{len(parts)}", "Subscript")
@@ -64,9 +67,12 @@ def _indices(ctx: FnContext, node: ast.expr, base: Value, text: str) -> tuple[Ex
             ctx.fail(part, f"slicing '{text}' is not supported; index one element", "Slice")
         v = lower_expr(ctx, part)
         if not is_scalar(v.type) or not is_int(v.type) or v.type is np.bool_:
-            ctx.fail(part, f"index of '{text}' must be an integer, got {v.ty.describe()}",
-                     "Subscript")
-        if isinstance(t, SharedType) and v.is_weak_const and not 0 <= int(v.py) < t.shape[k]:
+            ctx.fail(part, f"index of '{text}' must be an integer, got {v.ty.describe()}"
+                           f"{mixed_integer_hint(part, v)}", "Subscript")
+        if isinstance(t, LocalType) and v.is_weak_const and -t.shape[k] <= int(v.py) < 0:
+            v = Value(Const(int(v.py) + t.shape[k], i64), "int", int(v.py) + t.shape[k])
+        if isinstance(t, (SharedType, LocalType)) and v.is_weak_const and \
+                not 0 <= int(v.py) < t.shape[k]:
             ctx.fail(part, f"index {v.py} out of range for '{text}' (dimension {k} has "
                            f"{t.shape[k]} elements)", "Subscript")
         out.append(ctx.typing(part, coerce, v, Ty(i64)).expr if v.type is not i64 or v.weak
@@ -78,8 +84,9 @@ def load(ctx: FnContext, node: ast.Subscript, base: Value) -> Value:
     """``base[i]`` / ``base[i, j]`` of a global or shared array."""
     require_raw(ctx, node, "indexing device memory")
     text = ast.unparse(node.value)
-    idx = _indices(ctx, node.slice, base, text)
-    return Value(Load(base.expr, idx, base.type.elem))  # type: ignore[arg-type,union-attr]
+    idx = indices(ctx, node.slice, base, text)
+    return Value(Load(base.expr, idx, base.type.elem,  # type: ignore[arg-type,union-attr]
+                      where=ctx.where(node)))
 
 
 def store(ctx: FnContext, target: ast.Subscript, value: Value) -> list[Store]:
@@ -93,14 +100,14 @@ def store(ctx: FnContext, target: ast.Subscript, value: Value) -> list[Store]:
     if not is_memory(base):
         ctx.fail(target, f"assignment to '{ast.unparse(target)}': only GlobalPtr parameters "
                          "and shared arrays are assignable (params are read-only)", "Subscript")
-    idx = _indices(ctx, target.slice, base, text)
+    idx = indices(ctx, target.slice, base, text)
     elem = base.type.elem  # type: ignore[union-attr]
     if not is_scalar(value.type):
         ctx.fail(target, f"cannot store a {value.ty.describe()} into '{text}'", "Assign")
     converted = ctx.typing(target, coerce, value, Ty(elem)).expr
     if not ctx.emit:
         return []
-    return [Store(base.expr, idx, converted)]  # type: ignore[arg-type]
+    return [Store(base.expr, idx, converted, where=ctx.where(target))]  # type: ignore[arg-type]
 
 
 def _dim(ctx: FnContext, node: ast.Call, text: str) -> int:
@@ -149,7 +156,7 @@ def _atomic(ctx: FnContext, node: ast.Call, op: str, text: str) -> Value:
     if elem not in ATOMIC_TYPES:
         ctx.fail(node.args[0], f"'{text}' on {short_name(elem)} elements: atomics take i32, u32, "
                                "i64, u64, f32 and f64", "Call")
-    idx = _indices(ctx, node.args[1], base, ast.unparse(node.args[0]))
+    idx = indices(ctx, node.args[1], base, ast.unparse(node.args[0]))
     values = []
     for a in node.args[2:]:
         v = lower_expr(ctx, a)
@@ -157,7 +164,8 @@ def _atomic(ctx: FnContext, node: ast.Call, op: str, text: str) -> Value:
             ctx.fail(a, f"'{text}' takes a number, got {v.ty.describe()}", "Call")
         values.append(ctx.typing(a, coerce, v, Ty(elem)).expr)
     compare = values[0] if op == "cas" else None
-    return Value(Atomic(op, base.expr, idx, values[-1], compare, elem))  # type: ignore[arg-type]
+    return Value(Atomic(op, base.expr, idx, values[-1], compare, elem,  # type: ignore[arg-type]
+                        where=ctx.where(node)))
 
 
 def statement_call(ctx: FnContext, node: ast.Expr) -> list[Any] | None:
@@ -176,7 +184,7 @@ def statement_call(ctx: FnContext, node: ast.Expr) -> list[Any] | None:
         if call.args or call.keywords:
             ctx.fail(call, "barrier() takes no arguments", "Call")
         check_barrier(ctx, call)
-        return [Barrier()] if ctx.emit else []
+        return [Barrier(where=ctx.where(call))] if ctx.emit else []
     if func.obj in B.ATOMICS:
         v = builtin_call(ctx, call, func.obj, ast.unparse(call.func))
         return [Evaluate(v.expr)] if ctx.emit and v is not None else []
@@ -230,18 +238,19 @@ def declare_shared(ctx: FnContext, node: ast.Assign, call: ast.Call) -> list[Any
     return []
 
 
-def _shape(ctx: FnContext, node: ast.expr) -> tuple[int, ...]:
+def _shape(ctx: FnContext, node: ast.expr, what: str = "shared") -> tuple[int, ...]:
+    """The constant shape of a ``shared_array``/``local_array`` declaration (``what``)."""
     from .expressions import lower_operand
 
     parts = list(node.elts) if isinstance(node, ast.Tuple) else [node]
     if not 1 <= len(parts) <= 2:
-        ctx.fail(node, "shared arrays have 1 or 2 dimensions", "Call")
+        ctx.fail(node, f"{what} arrays have 1 or 2 dimensions", "Call")
     dims = []
     for p in parts:
         v = lower_operand(ctx, p)
         if not (isinstance(v, Value) and v.is_weak_const and isinstance(v.py, int)
                 and not isinstance(v.py, bool) and v.py >= 1):
-            ctx.fail(p, f"shared_array dimensions must be positive integer constants, got "
+            ctx.fail(p, f"{what}_array dimensions must be positive integer constants, got "
                         f"'{ast.unparse(p)}'", "Call")
         dims.append(int(v.py))  # type: ignore[arg-type]
     return tuple(dims)

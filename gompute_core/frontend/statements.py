@@ -13,10 +13,22 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..errors import KernelSyntaxError
-from ..ir.nodes import Assign, Break, Const, Continue, Expr, ForRange, If, Return, Stmt, While
+from ..ir.nodes import (
+    Assign,
+    Break,
+    Const,
+    Continue,
+    Expr,
+    ForRange,
+    If,
+    Return,
+    Stmt,
+    TupleType,
+    While,
+)
 from ..ir.uniformity import is_varying
 from ..types import i64, is_int
-from . import memory, ops
+from . import arrays, memory, ops, tuples
 from .choice import (
     Choice,
     Operand,
@@ -28,7 +40,15 @@ from .choice import (
     stands_for,
 )
 from .context import FnContext, Static, Unresolved
-from .expressions import _BINOPS, condition, construct_name, lower_any, lower_operand, reject
+from .expressions import (
+    _BINOPS,
+    condition,
+    construct_name,
+    lower_any,
+    lower_expr,
+    lower_operand,
+    reject,
+)
 from .limits import MAX_IR_DEPTH, ir_depth
 from .values import Ty, Value, coerce, is_scalar
 
@@ -41,7 +61,15 @@ def lower_block(ctx: FnContext, body: Sequence[ast.stmt]) -> tuple[Stmt, ...]:
         handler = STMT_HANDLERS.get(type(node))
         if handler is None:
             reject(ctx, node)
-        out.extend(handler(ctx, node))
+        try:
+            out.extend(handler(ctx, node))
+        except Unresolved:
+            # a collect pass met a local no assignment has typed yet (a store to an array
+            # declared by an unsupported statement, say): types are still growing; the
+            # emit pass reports what remains, with its line
+            if ctx.emit:
+                raise
+            continue
         if out and isinstance(out[-1], (Return, Break, Continue)):
             break
     return tuple(out)
@@ -78,6 +106,10 @@ def _condition(ctx: FnContext, node: ast.expr) -> Value | None:
 def _store(ctx: FnContext, node: ast.AST, name: str, operand: Operand) -> list[Stmt]:
     local = ctx.var_types.get(name) if ctx.emit else None
     v = ctx.typing(node, settle_store, operand, local)
+    if isinstance(v.type, TupleType):
+        ctx.fail(node, f"cannot assign a {v.ty.describe()} to the local '{name}': locals hold "
+                       f"numbers; unpack it ({', '.join(f'x{k}' for k in range(len(v.type.elems)))}"
+                       " = ...)", "Assign")
     if not is_scalar(v.type):
         ctx.fail(node, f"cannot assign a {v.ty.describe()} to the local '{name}': locals hold "
                        "numbers (use the params path directly)", "Assign")
@@ -96,18 +128,24 @@ def _target_name(ctx: FnContext, target: ast.expr) -> str:
         ctx.fail(target, f"assignment to '{ast.unparse(target)}': params are read-only in "
                          "kernel code", type(target).__name__)
     if isinstance(target, (ast.Tuple, ast.List)):
-        ctx.fail(target, "tuple unpacking is not supported in kernel code; assign each "
-                         "variable separately", type(target).__name__)
+        ctx.fail(target, "unpacking with several '=' targets is not supported in kernel "
+                         "code; unpack in an assignment of its own", type(target).__name__)
     return reject(ctx, target)
 
 
 def _is_memory_target(ctx: FnContext, target: ast.expr) -> bool:
-    """True for ``a[i]`` in a raw kernel (a store to device memory)."""
-    return ctx.raw and isinstance(target, ast.Subscript)
+    """True for ``a[i]`` in a raw kernel (a store to device memory) and for an element of a
+    local array."""
+    return isinstance(target, ast.Subscript) and (ctx.raw or (
+        isinstance(target.value, ast.Name) and target.value.id in ctx.local_arrays))
 
 
 def _store_memory(ctx: FnContext, target: ast.Subscript, operand: Operand) -> list[Stmt]:
     v = ctx.typing(target, settle, operand)
+    if isinstance(target.value, ast.Name) and target.value.id in ctx.local_arrays:
+        base = lower_expr(ctx, target.value)
+        if arrays.is_local_array(base.type):
+            return list(arrays.store(ctx, target, base, v))
     return list(memory.store(ctx, target, v))
 
 
@@ -115,6 +153,11 @@ def _assign(ctx: FnContext, node: ast.Assign) -> list[Stmt]:
     shared = memory.is_shared_call(ctx, node.value)
     if shared is not None:
         return memory.declare_shared(ctx, node, shared)
+    local = arrays.is_local_call(ctx, node.value)
+    if local is not None:
+        return list(arrays.declare(ctx, node, local))
+    if len(node.targets) == 1 and isinstance(node.targets[0], (ast.Tuple, ast.List)):
+        return tuples.unpack(ctx, node)
     names = [None if _is_memory_target(ctx, t) else _target_name(ctx, t) for t in node.targets]
     v = _value_or_unresolved(ctx, node.value)
     if v is None:
@@ -269,12 +312,17 @@ def _return(ctx: FnContext, node: ast.Return) -> list[Stmt]:
             ctx.fail(node, "a raw kernel returns nothing: write results to its arrays", "Return")
         if ctx.divergent and ctx.exited is None:
             ctx.exited = node.lineno
-        return [Return(None)]
+        return [Return(None, where=ctx.where(node))]
     if node.value is None:
         ctx.fail(node, "a kernel function must return a value", "Return")
+    if isinstance(node.value, ast.Tuple):
+        literal = tuples.literal(ctx, node.value)
+        return [] if literal is None else tuples.returned(ctx, node, literal)
     operand = _value_or_unresolved(ctx, node.value)
     if operand is None:
         return []
+    if isinstance(operand, Value) and isinstance(operand.type, TupleType):
+        return tuples.returned(ctx, node, operand)
     if isinstance(operand, Choice) and not ctx.emit:
         ctx.returns.extend(leaf.ty for leaf in operand.leaves())
         return []

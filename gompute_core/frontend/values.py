@@ -16,7 +16,18 @@ from typing import Literal
 
 import numpy as np
 
-from ..ir.nodes import ArrayType, Cast, Const, Expr, IRType, PointerType, SharedType, StructType
+from ..ir.nodes import (
+    ArrayType,
+    Cast,
+    Const,
+    Expr,
+    IRType,
+    LocalType,
+    PointerType,
+    SharedType,
+    StructType,
+    TupleType,
+)
 from ..types import (
     FLOAT_TYPES,
     INT_TYPES,
@@ -93,12 +104,28 @@ def describe_type(t: IRType, weak: str | None = None) -> str:
         return f"GlobalPtr[{short_name(t.elem)}]"
     if isinstance(t, SharedType):
         return f"shared array {short_name(t.elem)}{list(t.shape)}"
+    if isinstance(t, LocalType):
+        return f"local array {short_name(t.elem)}{list(t.shape)}"
+    if isinstance(t, TupleType):
+        return "tuple (" + ", ".join(describe_type(e, w) for e, w in zip(t.elems, t.weak,
+                                                                          strict=True)) + ")"
     return short_name(t)
 
 
 def is_scalar(t: IRType) -> bool:
     """True for scalar (number or bool) types."""
-    return not isinstance(t, (StructType, ArrayType, PointerType, SharedType))
+    return not isinstance(t, (StructType, ArrayType, PointerType, SharedType, LocalType,
+                              TupleType))
+
+
+def tuple_items(t: TupleType) -> list[Ty]:
+    """The type (with weakness) of each item of a tuple type."""
+    return [Ty(e, w) for e, w in zip(t.elems, t.weak, strict=True)]  # type: ignore[arg-type]
+
+
+def tuple_of(items: list[Ty]) -> TupleType:
+    """The tuple type of items typed ``items``."""
+    return TupleType(tuple(i.type for i in items), tuple(i.weak for i in items))  # type: ignore[misc]
 
 
 def weak_kind_of(v: int | float | bool) -> WeakKind:
@@ -175,7 +202,12 @@ def strong_const(value: np.generic) -> Value:
 
 
 def join(a: Ty, b: Ty) -> Ty:
-    """The common type of two values (NumPy 2 promotion with NEP 50 weak scalars)."""
+    """The common type of two values (NumPy 2 promotion with NEP 50 weak scalars); of two
+    tuples of one length, item by item."""
+    if isinstance(a.type, TupleType) and isinstance(b.type, TupleType) and \
+            len(a.type.elems) == len(b.type.elems):
+        return Ty(tuple_of([join(x, y) for x, y in zip(tuple_items(a.type),
+                                                      tuple_items(b.type), strict=True)]))
     if not (is_scalar(a.type) and is_scalar(b.type)):
         if a == b:
             return a

@@ -26,34 +26,37 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from ..types import ScalarType
 from .nodes import Const, Function, StructType
 
-Kind = Literal["map", "map_to", "zip", "map_indexed", "reduce", "gather", "scatter", "raw"]
-KINDS: tuple[Kind, ...] = ("map", "map_to", "zip", "map_indexed", "reduce", "gather", "scatter")
-"""The spec kinds (a raw kernel's KernelIR has kind ``"raw"``: see :data:`RAW`)."""
+Kind = str
+"""A kernel's kind: a spec kind's name (:mod:`gompute_core.kinds`) or :data:`RAW`."""
 RAW: Kind = "raw"
 """The kind of a raw kernel's KernelIR: ``functions[-1]`` (named ``name``) is the entry
 itself, its arguments the kernel's (pointers, scalars, params records, in order),
 ``block`` the declared block shape or None; no value types, params or element."""
 
 EntryArgKind = Literal["pointer", "u64"]
-ENTRY_ARGS: dict[Kind, tuple[tuple[str, EntryArgKind], ...]] = {
-    "map": (("data", "pointer"), ("n", "u64")),
-    "map_indexed": (("data", "pointer"), ("n", "u64")),
-    "map_to": (("in", "pointer"), ("out", "pointer"), ("n", "u64")),
-    "zip": (("a", "pointer"), ("b", "pointer"), ("out", "pointer"), ("n", "u64")),
-    "reduce": (("data", "pointer"), ("n", "u64"), ("partials", "pointer")),
-    "gather": (("src", "pointer"), ("idx", "pointer"), ("out", "pointer"), ("n", "u64"),
-               ("bound", "u64")),
-    "scatter": (("src", "pointer"), ("idx", "pointer"), ("out", "pointer"), ("n", "u64"),
-                ("bound", "u64")),
-}
-"""The entry point's arguments before the params struct, per kind (the table above), for
-hosts that lay out the argument buffer themselves: each is 8 bytes; a kernel whose params
-struct is not empty passes it last, at the struct's alignment."""
+"""An entry argument before the params struct: a device pointer or a ``u64`` (8 bytes)."""
+
+
+def __getattr__(name: str) -> Any:
+    """``KINDS`` and ``ENTRY_ARGS``, kept for backends written against them (deprecated):
+    derived from the registered kinds (``gompute_core.kinds``), which own both now.
+
+    ``KINDS``: the spec kinds' names (raw's is :data:`RAW`); ``ENTRY_ARGS``: each
+    kind's entry arguments before the params struct (``Kind.entry_args``).
+    """
+    if name not in ("KINDS", "ENTRY_ARGS"):
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from ..kinds import kinds
+
+    if name == "KINDS":
+        return tuple(k.name for k in kinds())
+    return {k.name: k.entry_args for k in kinds()}
+
 
 IR_VERSION = 1
 """Bumped whenever lowering changes in a way that must invalidate compile caches."""
@@ -66,6 +69,16 @@ class KernelIR:
     ``value_types`` maps roles to scalar types: ``T`` (map, map_indexed,
     reduce, gather, scatter), ``In``/``Out`` (map_to), ``A``/``B``/``Out``
     (zip), ``Idx`` (gather, scatter). ``functions`` lists callees before callers.
+
+    ``contract`` is the kernel's opt-in to floating-point contraction (``contract=True`` on
+    ``g.Kernel``, ``g.compile`` or ``g.RawKernel``): the compiler may fuse ``a * b + c``
+    into one fused multiply-add (one rounding instead of two), so results may differ
+    between backends and from the oracle. Off by default: every operation rounds once,
+    the same bits everywhere. It is part of the digest, hence of every cache key.
+
+    ``entry_args`` are the entry point's arguments before the params struct, in ABI order
+    (the kind's ``Kind.entry_args``, copied here so that the layers below the kinds lay
+    out arguments from the kernel alone); empty for raw kernels.
     """
 
     name: str
@@ -79,6 +92,8 @@ class KernelIR:
     identity: Const | None = None
     reassociate: bool = False
     block: tuple[int, int, int] | None = None
+    contract: bool = False
+    entry_args: tuple[tuple[str, EntryArgKind], ...] = ()
     _digest: str = field(default="", init=False, repr=False, compare=False)
 
     def value_type(self, role: str) -> ScalarType:

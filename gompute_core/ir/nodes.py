@@ -70,7 +70,37 @@ class SharedType:
         return n
 
 
-IRType: TypeAlias = ScalarType | ArrayType | StructType | PointerType | SharedType
+@dataclass(frozen=True)
+class LocalType:
+    """A per-thread array ``g.local_array(elem, shape)`` of a kernel function (1-D or 2-D,
+    row-major, static size, zero-initialized where it is declared)."""
+
+    elem: ScalarType
+    shape: tuple[int, ...]
+
+    @property
+    def size(self) -> int:
+        """Number of elements."""
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+
+@dataclass(frozen=True)
+class TupleType:
+    """Several values returned together by a kernel function (``return a, b``), in order.
+    ``weak`` keeps, per item, the Python-number kind the frontend typed it with (``None``:
+    a NumPy type), so that unpacking computes with what Python returned; renderers use
+    ``elems`` only (a weak item is represented by ``i64``/``f64``/``bool``, as always)."""
+
+    elems: tuple[ScalarType, ...]
+    weak: tuple[str | None, ...]
+
+
+IRType: TypeAlias = (
+    ScalarType | ArrayType | StructType | PointerType | SharedType | LocalType | TupleType
+)
 MemoryType: TypeAlias = PointerType | SharedType
 
 UnaryOp = Literal["neg", "invert"]
@@ -84,7 +114,7 @@ Intrinsic = Literal[
     # elementwise math, same type in and out (floats); abs/min/max on any number
     "abs", "min", "max", "sqrt", "exp", "log", "log2", "log10", "exp2", "sin", "cos",
     "tan", "tanh", "asin", "acos", "atan", "atan2", "sinh", "cosh", "floor", "ceil",
-    "trunc", "fabs", "copysign", "fmod", "hypot", "expm1", "log1p", "erf",
+    "trunc", "fabs", "copysign", "fmod", "hypot", "expm1", "log1p", "erf", "erfc", "fma",
     # predicates -> bool
     "isnan", "isinf", "isfinite",
 ]
@@ -126,6 +156,9 @@ class Index:
     base: Expr
     index: Expr
     type: IRType
+    where: str = field(default="", compare=False, repr=False)
+    """"file:line" of the access in the kernel's source, for checked mode's reports (kept
+    out of repr/eq, as :attr:`Function.source`, so the IR digest ignores it)."""
 
 
 @dataclass(frozen=True)
@@ -237,6 +270,41 @@ class Load:
     base: Var
     index: tuple[Expr, ...]
     type: ScalarType
+    where: str = field(default="", compare=False, repr=False)
+    """"file:line" of the access in the kernel's source, for checked mode's reports (kept
+    out of repr/eq, as :attr:`Function.source`, so the IR digest ignores it)."""
+
+
+@dataclass(frozen=True)
+class LocalLoad:
+    """``base[index...]`` of a per-thread local array (``base`` a :class:`Var` of a
+    :class:`LocalType`; one ``i64`` index per dimension). Kept apart from :class:`Load`
+    (device memory): a local array is private to its thread and lives in registers or
+    the stack. Out-of-range indices are undefined behaviour (constant ones are checked
+    by the frontend)."""
+
+    base: Var
+    index: tuple[Expr, ...]
+    type: ScalarType
+
+
+@dataclass(frozen=True)
+class MakeTuple:
+    """``(items...)``, a :class:`TupleType` value: returned, or assigned to a temporary
+    the frontend unpacks at once. Each item already has its element type."""
+
+    items: tuple[Expr, ...]
+    type: TupleType
+
+
+@dataclass(frozen=True)
+class TupleItem:
+    """Item ``index`` (a constant) of the :class:`TupleType` value ``value`` (a call of a
+    function returning a tuple, or a temporary)."""
+
+    value: Expr
+    index: int
+    type: ScalarType
 
 
 @dataclass(frozen=True)
@@ -252,11 +320,14 @@ class Atomic:
     value: Expr
     compare: Expr | None
     type: ScalarType
+    where: str = field(default="", compare=False, repr=False)
+    """"file:line" of the access in the kernel's source, for checked mode's reports (kept
+    out of repr/eq, as :attr:`Function.source`, so the IR digest ignores it)."""
 
 
 Expr: TypeAlias = (
     Const | Var | Field | Index | Unary | Not | Binary | Compare | Logical | Select | Cast
-    | CallIntrinsic | CallFunction | Geometry | Load | Atomic
+    | CallIntrinsic | CallFunction | Geometry | Load | Atomic | LocalLoad | MakeTuple | TupleItem
 )
 
 
@@ -317,12 +388,27 @@ class Return:
     ``return`` of a raw kernel, which ends the calling thread)."""
 
     value: Expr | None
+    where: str = field(default="", compare=False, repr=False)
+    """"file:line" of a raw kernel's bare ``return``."""
 
 
 @dataclass(frozen=True)
 class Store:
     """``base[index...] = value`` of a raw kernel (``base`` and ``index`` as in
     :class:`Load`; ``value`` already has the element type)."""
+
+    base: Var
+    index: tuple[Expr, ...]
+    value: Expr
+    where: str = field(default="", compare=False, repr=False)
+    """"file:line" of the access in the kernel's source, for checked mode's reports (kept
+    out of repr/eq, as :attr:`Function.source`, so the IR digest ignores it)."""
+
+
+@dataclass(frozen=True)
+class LocalStore:
+    """``base[index...] = value`` of a per-thread local array (``base`` and ``index`` as in
+    :class:`LocalLoad`; ``value`` already has the element type)."""
 
     base: Var
     index: tuple[Expr, ...]
@@ -334,6 +420,9 @@ class Barrier:
     """``barrier()``: every thread of the block waits here; memory written before it (global
     and shared) is visible to the block after it. Reached under uniform control only."""
 
+    where: str = field(default="", compare=False, repr=False)
+    """"file:line" of the ``barrier()`` call."""
+
 
 @dataclass(frozen=True)
 class Evaluate:
@@ -344,6 +433,7 @@ class Evaluate:
 
 Stmt: TypeAlias = (
     Assign | If | ForRange | While | Break | Continue | Return | Store | Barrier | Evaluate
+    | LocalStore
 )
 
 
@@ -356,7 +446,11 @@ class Function:
     any that collide with reserved words of either). Every path through
     ``body`` ends in a ``Return``, except in a raw kernel's entry function
     (``ret`` None), whose end returns. A raw kernel's ``locals`` include its
-    shared arrays (:class:`SharedType`; declared once, never assigned).
+    shared arrays (:class:`SharedType`; declared once, never assigned); any function's
+    include its local arrays (:class:`LocalType`; zero-initialized at the function's
+    start, declared once, only read and written element-wise). ``ret`` is a
+    :class:`TupleType` for a function returning several values; unpacking one assigns it
+    to a temporary local of that type, then each item to its variable.
     """
 
     name: str

@@ -37,7 +37,11 @@ from .nodes import (
     Index,
     IRType,
     Load,
+    LocalLoad,
+    LocalStore,
+    LocalType,
     Logical,
+    MakeTuple,
     Not,
     PointerType,
     Return,
@@ -46,6 +50,8 @@ from .nodes import (
     Stmt,
     Store,
     StructType,
+    TupleItem,
+    TupleType,
     Unary,
     Var,
     While,
@@ -61,7 +67,8 @@ _SYMBOLS: dict[str, str] = {
 
 
 def format_type(t: IRType | None) -> str:
-    """``f32``, ``Scale``, ``f32[4]``, ``ptr f32``, ``shared f32[16, 17]``, ``void``."""
+    """``f32``, ``Scale``, ``f32[4]``, ``ptr f32``, ``shared f32[16, 17]``,
+    ``local f32[4, 4]``, ``void``."""
     from ..types import short_name
 
     if t is None:
@@ -70,6 +77,10 @@ def format_type(t: IRType | None) -> str:
         return f"ptr {short_name(t.elem)}"
     if isinstance(t, SharedType):
         return f"shared {short_name(t.elem)}[{', '.join(map(str, t.shape))}]"
+    if isinstance(t, LocalType):
+        return f"local {short_name(t.elem)}[{', '.join(map(str, t.shape))}]"
+    if isinstance(t, TupleType):
+        return f"({', '.join(short_name(e) for e in t.elems)})"
     if isinstance(t, StructType):
         return t.name
     if isinstance(t, ArrayType):
@@ -128,8 +139,16 @@ class IRPrinter(Visitor):
     def visit_Geometry(self, e: Geometry, top: bool) -> str:
         return f"{e.func}({e.dim})"
 
-    def visit_Load(self, e: Load, top: bool) -> str:
+    def visit_Load(self, e: Load | LocalLoad, top: bool) -> str:
         return f"{e.base.name}[{', '.join(self.expr(i, True) for i in e.index)}]"
+
+    visit_LocalLoad = visit_Load
+
+    def visit_MakeTuple(self, e: MakeTuple, top: bool) -> str:
+        return f"({', '.join(self.expr(i, True) for i in e.items)})"
+
+    def visit_TupleItem(self, e: TupleItem, top: bool) -> str:
+        return f"{self.expr(e.value, False)}[{e.index}]"
 
     def visit_Atomic(self, e: Atomic, top: bool) -> str:
         args = [f"{e.base.name}[{', '.join(self.expr(i, True) for i in e.index)}]"]
@@ -151,9 +170,11 @@ class IRPrinter(Visitor):
         value = "" if s.value is None else f" {format_expr(s.value)}"
         out.append(f"{'  ' * indent}return{value}")
 
-    def visit_Store(self, s: Store, indent: int, out: list[str]) -> None:
+    def visit_Store(self, s: Store | LocalStore, indent: int, out: list[str]) -> None:
         index = ", ".join(format_expr(i) for i in s.index)
         out.append(f"{'  ' * indent}{s.base.name}[{index}] = {format_expr(s.value)}")
+
+    visit_LocalStore = visit_Store
 
     def visit_Barrier(self, s: Barrier, indent: int, out: list[str]) -> None:
         out.append(f"{'  ' * indent}barrier()")
@@ -229,6 +250,8 @@ def format_kernel(kir: KernelIR) -> str:
         lines.append(f"  identity = {format_expr(kir.identity)}")
     if kir.reassociate:
         lines.append("  reassociate = True")
+    if kir.contract:
+        lines.append("  contract = True")
     if kir.block is not None:
         lines.append(f"  block = {kir.block}")
     if kir.params is not None:

@@ -1,8 +1,9 @@
 """Which values of a raw kernel differ between the threads of one block.
 
 A value is *varying* when it may differ between two threads of the same block:
-``local_id``/``global_id``, an atomic's old value, and anything computed from a
-varying value or assigned under a varying condition. Everything else is
+``local_id``/``global_id``, an atomic's old value (not one on checked mode's own records,
+:data:`~gompute_core.ir.checked.CHECK_STATE`, whose value is never used), and anything
+computed from a varying value or assigned under a varying condition. Everything else is
 *uniform* (the same in every thread of the block: arguments, ``block_id``,
 ``block_dim``, ``grid_dim``, loads at uniform indices). The frontend rejects a
 ``barrier()`` under varying control; the CPU backend runs uniform statements
@@ -17,6 +18,7 @@ from dataclasses import fields
 from typing import get_args
 
 from . import nodes as ir
+from .checked import CHECK_STATE
 
 _THREAD_GEOMETRY = frozenset({"local_id", "global_id"})
 
@@ -27,7 +29,7 @@ def is_varying(e: ir.Expr, varying: frozenset[str] | set[str]) -> bool:
         return e.name in varying
     if isinstance(e, ir.Geometry):
         return e.func in _THREAD_GEOMETRY
-    if isinstance(e, ir.Atomic):
+    if isinstance(e, ir.Atomic) and not isinstance(e.base.type, CHECK_STATE):
         return True
     for f in fields(e):
         child = getattr(e, f.name)
@@ -84,6 +86,10 @@ def _walk(body: Iterable[ir.Stmt], varying: set[str], divergent: bool) -> None:
         if isinstance(s, ir.Assign):
             if divergent or is_varying(s.value, varying):
                 varying.add(s.name)
+        elif isinstance(s, ir.LocalStore):  # a per-thread array varies like a local
+            if divergent or is_varying(s.value, varying) or any(
+                    is_varying(i, varying) for i in s.index):
+                varying.add(s.base.name)
         elif isinstance(s, ir.If):
             d = divergent or is_varying(s.cond, varying)
             _walk(s.body, varying, d)

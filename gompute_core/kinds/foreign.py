@@ -52,7 +52,10 @@ producer's current stream."""
 
 
 def _cai_probe(obj: Any) -> tuple[Any, int | None, dict[str, Any]]:
-    cai = obj.__cuda_array_interface__
+    try:
+        cai = obj.__cuda_array_interface__
+    except Exception as exc:  # torch's raises for bfloat16: described (and refused) instead
+        raise AttributeError("no usable CUDA Array Interface") from exc
     if not orders_itself(obj, cai):
         PROBES[type(obj)] = None  # its type's objects are described (DLPack) from now on
         raise AttributeError("a CUDA Array Interface before v3: taken through DLPack")
@@ -226,11 +229,13 @@ class DeviceArray:
         self.addr, self.size, self.nbytes, self.stream, self.keep = addr, size, nbytes, \
             stream, keep
 
-    def overlaps(self, other: DeviceArray) -> tuple[bool, bool]:
-        """(any byte shared, the very same span)."""
-        shared = self.addr < other.addr + other.nbytes and other.addr < self.addr + self.nbytes
-        return shared and bool(self.nbytes and other.nbytes), \
-            (self.addr, self.nbytes) == (other.addr, other.nbytes)
+
+
+def spans_overlap(a: int, a_nbytes: int, b: int, b_nbytes: int) -> tuple[bool, bool]:
+    """(any byte shared, the very same span) of ``a_nbytes`` bytes at ``a`` and ``b_nbytes``
+    at ``b``."""
+    shared = a < b + b_nbytes and b < a + a_nbytes and a_nbytes > 0 and b_nbytes > 0
+    return shared, a == b and a_nbytes == b_nbytes
 
 
 def run_array(arg: Any, role: str, dtype: np.dtype, writable: bool,

@@ -1,12 +1,15 @@
-"""``KernelProgram``: one kernel loaded on one device, with each kind's checked ``launch``.
+"""``KernelProgram``: one kernel loaded on one device; ``launch`` is its kind's front end.
 
-``launch`` takes the per-kind arguments (map/map_indexed ``(buf, n, p)``;
+``launch`` is the kind's checked front end bound to the program
+(:meth:`gompute_core.kinds.base.Kind.launch`; map/map_indexed ``(buf, n, p)``;
 map_to ``(inp, out, n, p)``; zip ``(a, b, out, n, p)``; reduce
 ``(data, n, partials, blocks, p)``; gather/scatter ``(src, idx, out, n,
-bound)``), checks them in O(1) — each buffer belongs to this device, is not
-freed and holds what the launch touches; counts are ``u64``; ``1 <= blocks
-<= 1024`` for a reduce — then patches the program's
-:class:`~gompute_core.backend.args.ArgBuffer` and calls the backend's
+bound)``). It checks its arguments in O(1) with the pieces here — each buffer
+belongs to this device, is not freed and holds what the launch touches; an output
+overlaps no input the way ``run`` refuses (partially for map_to/zip, at all for
+gather/scatter); counts
+are ``u64``; ``1 <= blocks <= 1024`` for a reduce — then patches the program's
+:class:`~gompute_core.abi.entry_args.ArgBuffer` and calls the backend's
 launcher. A lock makes patch-and-launch one step, so threads sharing a
 program never launch with each other's arguments. No allocation, copy or
 synchronization happens here.
@@ -24,23 +27,19 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..backend.args import ArgBuffer, arg_layout
+from ..abi.entry_args import ArgBuffer, arg_layout
 from ..backend.buffer import Buffer
-from ..codegen.entries import UNROLL
+from ..backend.launch_params import ParamsCache
 from ..errors import InvalidArgument
 from ..ir.kernel import KernelIR
 from ..plugins.records import Artifact
 from ..runtime import checks
-from ..runtime.launch_params import ParamsCache
+from .base import Kind, kind_named
 from .foreign import PROBES, launch_operand, probed_operand
 
 if TYPE_CHECKING:
     from ..backend.device import Device, Stream
 
-MAX_REDUCE_BLOCKS = 1024
-"""Most partials one reduce launch writes."""
-
-U64_LIMIT = 2**64
 WRITTEN = frozenset({"buf", "out", "partials"})
 """The launch arguments a kernel writes (a read-only foreign array is refused there)."""
 
@@ -48,22 +47,9 @@ _STALE = object()
 """``_last_p`` when the params must be converted again."""
 
 
-def elements_per_block(kernel: KernelIR) -> int:
-    """Elements one block of the C-family entry covers per unrolled step: the grid for a
-    small count needs no more blocks than this covers (16-byte vectors, ``UNROLL`` deep)."""
-    if kernel.kind in ("gather", "scatter"):
-        return kernel.block_size
-    widest = max(np.dtype(t).itemsize for role, t in kernel.value_types if role != "Idx")
-    return kernel.block_size * (16 // widest) * UNROLL
-
-
-def _count(value: Any, name: str) -> int:
-    if type(value) is int and 0 <= value < U64_LIMIT:
-        return value
-    n = checks.count(value, f"launch: {name}")
-    if n >= U64_LIMIT:
-        raise InvalidArgument(f"launch: {name} {n} is not a u64")
-    return n
+def refuse_closed(*args: Any, **kwargs: Any) -> Any:
+    """What a closed handle's (and its program's) launch, run and enqueue become."""
+    raise InvalidArgument("this kernel handle is closed")
 
 
 class KernelProgram:
@@ -71,7 +57,8 @@ class KernelProgram:
 
     def __init__(self, device: Device, artifact: Artifact, kernel: KernelIR) -> None:
         self.device, self.artifact, self.kernel = device, artifact, kernel
-        self.kind = kernel.kind
+        self.kind: Kind = kind_named(kernel.kind)
+        """The kernel's kind (equal to its name, ``kernel.kind``)."""
         self.block_size = kernel.block_size
         self.args = ArgBuffer(arg_layout(kernel))
         self._packs = device.packs_arguments
@@ -87,7 +74,7 @@ class KernelProgram:
         self.dtypes = {role: np.dtype(t) for role, t in kernel.value_types}
         self._size = {role: d.itemsize for role, d in self.dtypes.items()}
         self._max_blocks = device.max_grid_blocks(kernel.block_size)
-        self._per_block = elements_per_block(kernel)
+        self._per_block = self.kind.per_block(kernel)
         self._last_n, self._last_grid = -1, 1
         self._t_size = self._size.get("T", 0)
         self._pack = self.args.pack_into
@@ -104,7 +91,13 @@ class KernelProgram:
         ordered ones)."""
         self._signals: list[int] = []
         """Foreign streams to make wait for this launch (filled by foreign operands)."""
-        self.launch = getattr(self, f"_launch_{self.kind}")
+        self.launch = self.kind.launch(self)
+        """The kind's checked launch, bound to this program."""
+
+    def close(self) -> None:
+        """Refuse every later launch (the handle owning the program was closed): ``launch``
+        and ``enqueue`` raise ``InvalidArgument``."""
+        self.launch = self.enqueue = refuse_closed
 
     # ---- stream ------------------------------------------------------------------------------
     @property
@@ -164,6 +157,9 @@ class KernelProgram:
             return launch_operand(self, buf, name, need, role, name in WRITTEN)
         raise self._refusal(buf, name, need, role)
 
+    _probed = probed_operand
+    """:func:`~gompute_core.kinds.foreign.probed_operand` for a front end's inlined path."""
+
     def _refusal(self, buf: Buffer, name: str, need: int, role: str) -> InvalidArgument:
         if not isinstance(buf, Buffer):
             return InvalidArgument(f"launch: {name} must be a {self.device.backend} buffer "
@@ -202,97 +198,29 @@ class KernelProgram:
             if self._signals:
                 self._signal()
 
+    def _overlap(self, x_obj: Any, x: Any, x_role: str, x_nbytes: int, out_obj: Any, out: Any,
+                 out_nbytes: int, partial_only: bool) -> None:
+        """Refuse the output operand ``out`` (of argument ``out_obj``) overlapping ``x`` as
+        ``run`` refuses its arrays (:func:`~gompute_core.runtime.checks.refuse_overlap`), on
+        the byte spans the launch touches. The launches call it only when ``x`` is not an
+        address (a host-memory device's arrays) or the two spans meet."""
+        if x.__class__ is not int:
+            dev = self.device
+            if getattr(x_obj, "device", None) is dev and getattr(out_obj, "device", None) is dev:
+                x, out = x_obj.addr, out_obj.addr  # two buffers of this device: their addresses
+        overlap = checks.operands_overlap(x, x_nbytes, out, out_nbytes)
+        if overlap[0]:
+            try:
+                checks.refuse_overlap(overlap, x_role, "out", partial_only, "launch: ")
+            except InvalidArgument:
+                self._signals.clear()  # nothing is launched: no foreign stream waits for it
+                raise
+
     def _signal(self) -> None:
         signals, self._signals = self._signals, []
         if self._ours is not None:
             for stream in dict.fromkeys(signals):
                 self.device.order_streams(stream, self._ours)
-
-    # ---- launches -------------------------------------------------------------------------------
-    # Each kind's launch is written out (the checks of _operand inlined for the first
-    # buffer): this is the hot path, measured against pycuda's prepared_async_call.
-    def _launch_map(self, buf: Buffer, n: int, p: Any = None) -> None:
-        if type(n) is not int or not 0 <= n < U64_LIMIT:
-            n = _count(n, "n")
-        with self._lock:
-            if p is not self._last_p:
-                self._set_params(p)
-            if n:
-                try:
-                    ok = buf.device is self.device and not buf._freed and \
-                        n * self._t_size <= buf.nbytes
-                except AttributeError:
-                    ok = False
-                if self._host:
-                    self.args.values = (self._operand(buf, "buf", n, "T"), n)
-                    self._launcher(self.grid(n), self._stream)
-                    return
-                if not ok:  # a foreign array: its streams are ordered around the launch
-                    probe = self._probes.get(type(buf))
-                    self._pack(self._data, 0, self._other(buf, "buf", n, "T") if probe is None
-                               else probed_operand(self, buf, probe, "buf", n, self._t_dtype,
-                                                   True), n)
-                    try:
-                        self._launcher(self._last_grid if n == self._last_n else
-                                       self.grid(n), self._stream)
-                    finally:
-                        if self._signals:
-                            self._signal()
-                    return
-                self._pack(self._data, 0, buf.addr, n)
-                self._launcher(self._last_grid if n == self._last_n else self.grid(n),
-                               self._stream)
-
-    _launch_map_indexed = _launch_map
-
-    def _launch_map_to(self, inp: Buffer, out: Buffer, n: int, p: Any = None) -> None:
-        if type(n) is not int or not 0 <= n < U64_LIMIT:
-            n = _count(n, "n")
-        with self._lock:
-            if p is not self._last_p:
-                self._set_params(p)
-            if n:
-                self._go(self.grid(n), (self._operand(inp, "inp", n, "In"),
-                                        self._operand(out, "out", n, "Out"), n))
-
-    def _launch_zip(self, a: Buffer, b: Buffer, out: Buffer, n: int, p: Any = None) -> None:
-        if type(n) is not int or not 0 <= n < U64_LIMIT:
-            n = _count(n, "n")
-        with self._lock:
-            if p is not self._last_p:
-                self._set_params(p)
-            if n:
-                self._go(self.grid(n), (self._operand(a, "a", n, "A"),
-                                        self._operand(b, "b", n, "B"),
-                                        self._operand(out, "out", n, "Out"), n))
-
-    def _launch_reduce(self, data: Buffer, n: int, partials: Buffer, blocks: int,
-                       p: Any = None) -> None:
-        n, blocks = _count(n, "n"), _count(blocks, "blocks")
-        with self._lock:
-            if p is not self._last_p:
-                self._set_params(p)
-            if blocks == 0 and n == 0:
-                return
-            if not 1 <= blocks <= MAX_REDUCE_BLOCKS:
-                raise InvalidArgument(f"launch: blocks must be in 1..{MAX_REDUCE_BLOCKS} (0 "
-                                      f"only with n == 0), got blocks={blocks}, n={n}")
-            self._go(blocks, (self._operand(data, "data", n, "T"), n,
-                              self._operand(partials, "partials", blocks, "T")))
-
-    def _launch_gather(self, src: Buffer, idx: Buffer, out: Buffer, n: int,
-                       bound: int) -> None:
-        n, bound = _count(n, "n"), _count(bound, "bound")
-        if not n:
-            return
-        # gather reads src[< bound] and writes out[< n]; scatter the other way round
-        src_n, out_n = (bound, n) if self.kind == "gather" else (n, bound)
-        with self._lock:
-            self._go(self.move_grid(n),
-                     (self._operand(src, "src", src_n, "T"), self._operand(idx, "idx", n, "Idx"),
-                      self._operand(out, "out", out_n, "T"), n, bound))
-
-    _launch_scatter = _launch_gather
 
     def __repr__(self) -> str:
         return f"<KernelProgram {self.kernel.name!r} ({self.kind}) on {self.device!r}>"

@@ -49,15 +49,6 @@ CHUNK_ALIGN = 4096
 alignment the vectorized entries use."""
 
 
-ACCESS: dict[str, tuple[tuple[str, str], ...]] = {
-    "map": (("T", "inout"),), "map_indexed": (("T", "inout"),),
-    "map_to": (("In", "in"), ("Out", "out")),
-    "zip": (("A", "in"), ("B", "in"), ("Out", "out")),
-}
-"""Each elementwise kind's arrays in entry order: the value type's role and whether the
-kernel reads it (``in``), writes it (``out``) or both."""
-
-
 def chunk_elements(count: int, itemsize: int) -> int:
     """Elements per chunk: about a quarter of the data, within 1-8 MiB."""
     nbytes = min(max(count * itemsize // 4, CHUNK_MIN_BYTES), CHUNK_MAX_BYTES)
@@ -161,7 +152,7 @@ class Runner:
     # ---- elementwise kinds -----------------------------------------------------------------
     def elementwise(self, arrays: tuple[np.ndarray, ...], n: int, p: Any) -> None:
         """Run an elementwise kind on ``arrays`` (the entry's arrays in order, each holding
-        ``n`` elements; see :data:`ACCESS` for which are read and written)."""
+        ``n`` elements; the kind's ``arrays`` say which are read and written)."""
         prog = self.program
         if self.host:
             prog.enqueue(prog.stream, prog.grid(n), (*arrays, n), p)
@@ -169,14 +160,14 @@ class Runner:
         if self._on_device(arrays):
             self._in_place(arrays, prog.grid(n), (*(a.addr for a in arrays), n), p)
             return
-        described = [(a, role, way) for a, (role, way) in zip(arrays, ACCESS[prog.kind],
+        described = [(a, role, way) for a, (role, way) in zip(arrays, prog.kind.arrays,
                                                               strict=True)]
         scratch = self._acquire()
         try:
             bufs = [scratch.buffer(f"{role}:{i}", n * self._size[role])
                     for i, (_, role, _) in enumerate(described)]
             widest = max(self._size[role] for _, role, _ in described)
-            if (n * widest >= PIPELINE_MIN_BYTES and prog.kind != "map_indexed"
+            if (n * widest >= PIPELINE_MIN_BYTES and prog.kind.pipelines
                     and self._pinned(*arrays)):
                 self._pipeline(scratch, described, bufs, n, p, chunk_elements(n, widest))
             else:
@@ -233,27 +224,25 @@ class Runner:
     def reduce(self, data: np.ndarray, p: Any) -> Any:
         """The reduce of ``data`` (non-empty) folded on the host with the spec's ``fold``."""
         prog, T = self.program, self.spec.T
-        n, size, bs = data.size, self._size["T"], prog.block_size
+        n, size = data.size, self._size["T"]
         if self.host:
-            blocks = self.device.run_reduce_blocks(prog.entry, n, bs)
+            blocks = self.device.run_reduce_blocks(prog.entry, n, prog.block_size)
             partials = np.empty(blocks, T)
             prog.enqueue(prog.stream, blocks, (data, n, partials), p)
             # one block's partial already starts from the identity: it is the result
             return partials[0] if blocks == 1 else self.spec.fold(partials)
+        spans = self._reduce_spans(n, size)
         if self._on_device((data,)):
-            return self._reduce_in_place(data, p)  # type: ignore[arg-type]
+            return self._reduce_in_place(data, spans, p)  # type: ignore[arg-type]
         scratch = self._acquire()
         try:
             dbuf = scratch.buffer("data", n * size)
-            if n * size >= PIPELINE_MIN_BYTES and self._pinned(data):
-                chunk = chunk_elements(n, size)
-                spans = [(lo, min(n, lo + chunk)) for lo in range(0, n, chunk)]
-                counts = [self.device.run_reduce_blocks(prog.entry, hi - lo, bs)
-                          for lo, hi in spans]
-                pbuf = scratch.buffer("partials", sum(counts) * size)
-                streams, at = scratch.two_streams(), 0
+            pbuf = scratch.buffer("partials", sum(b for _, _, b in spans) * size)
+            at = 0
+            if len(spans) > 1 and self._pinned(data):
+                streams = scratch.two_streams()
                 flat = data.reshape(-1).view(np.uint8)
-                for k, ((lo, hi), blocks) in enumerate(zip(spans, counts, strict=True)):
+                for k, (lo, hi, blocks) in enumerate(spans):
                     s = streams[k & 1]
                     dbuf._copyin(lo * size, flat[lo * size:hi * size], s)
                     prog.enqueue(s, blocks, (dbuf.addr + lo * size, hi - lo,
@@ -261,28 +250,48 @@ class Runner:
                     at += blocks
                 for s in streams:
                     s.synchronize()
-                partials = np.empty(at, T)
             else:
-                blocks = self.device.run_reduce_blocks(prog.entry, n, bs)
-                pbuf = scratch.buffer("partials", blocks * size)
                 self._upload(scratch, dbuf, data, prog.stream)
-                prog.enqueue(prog.stream, blocks, (dbuf.addr, n, pbuf.addr), p)
-                partials = np.empty(blocks, T)
+                for lo, hi, blocks in spans:
+                    prog.enqueue(prog.stream, blocks, (dbuf.addr + lo * size, hi - lo,
+                                                       pbuf.addr + at * size), p)
+                    at += blocks
                 prog.stream.synchronize()
+            partials = np.empty(at, T)
             pbuf.download(partials)
             return self.spec.fold(partials)
         finally:
             self._release(scratch)
 
-    def _reduce_in_place(self, data: DeviceArray, p: Any) -> Any:
-        prog, n = self.program, data.size
-        blocks = self.device.run_reduce_blocks(prog.entry, n, prog.block_size)
+    def _reduce_spans(self, n: int, size: int) -> list[tuple[int, int, int]]:
+        """The launches ``(lo, hi, partials)`` of a device reduce ``run`` over ``n``
+        elements: a function of ``n`` alone (the pipeline's chunks from 2 MiB on a device
+        that pipelines, else one), so the pipelined, staged and in-place paths fold the same
+        groups and a float result never depends on whether the array could be page-locked."""
+        prog = self.program
+        if self._pipelines and n * size >= PIPELINE_MIN_BYTES:
+            chunk = chunk_elements(n, size)
+            bounds = [(lo, min(n, lo + chunk)) for lo in range(0, n, chunk)]
+        else:
+            bounds = [(0, n)]
+        return [(lo, hi, self.device.run_reduce_blocks(prog.entry, hi - lo, prog.block_size))
+                for lo, hi in bounds]
+
+    def _reduce_in_place(self, data: DeviceArray, spans: list[tuple[int, int, int]],
+                         p: Any) -> Any:
+        prog, size = self.program, self._size["T"]
         scratch = self._acquire()
         try:
-            pbuf = scratch.buffer("partials", blocks * self._size["T"])
-            self._in_place((data,), blocks, (data.addr, n, pbuf.addr), p)
-            partials = np.empty(blocks, self.spec.T)
-            prog.stream.synchronize()
+            pbuf = scratch.buffer("partials", sum(b for _, _, b in spans) * size)
+            s, at = prog.stream, 0
+            order_before(self.device, s, (data,))
+            for lo, hi, blocks in spans:
+                prog.enqueue(s, blocks, (data.addr + lo * size, hi - lo, pbuf.addr + at * size),
+                             p)
+                at += blocks
+            order_after(self.device, s, (data,))
+            partials = np.empty(at, self.spec.T)
+            s.synchronize()
             pbuf.download(partials)
             return self.spec.fold(partials)
         finally:
@@ -317,8 +326,7 @@ class Runner:
             obuf = scratch.buffer("out", out.nbytes)
             s0 = prog.stream
             self._upload(scratch, sbuf, src, s0)
-            gather = prog.kind == "gather"
-            if (gather and n * max(t, isz) >= PIPELINE_MIN_BYTES
+            if (prog.kind.pipelines and n * max(t, isz) >= PIPELINE_MIN_BYTES
                     and self._pinned(idx, out)):
                 s0.synchronize()  # src is complete before any chunk reads it
                 chunk = chunk_elements(n, max(t, isz))

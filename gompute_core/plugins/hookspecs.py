@@ -30,8 +30,10 @@ def gompute_backend_info() -> BackendInfo:
     """Describe the backend this plugin provides.
 
     Called once per plugin when the registry is built. Must be cheap and must
-    not touch a driver. The core refuses a plugin whose ``api_version``
-    differs from ``PLUGIN_API_VERSION`` and reports why in ``gompute info``.
+    not touch a driver. ``api_version`` is a number the plugin states (never
+    the core's ``PLUGIN_API_VERSION`` read back). The core refuses a plugin
+    whose ``api_version`` or hook shapes (:mod:`~gompute_core.plugins.apishape`)
+    are another API's and reports why in ``gompute info``.
     """
 
 

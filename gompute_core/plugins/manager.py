@@ -19,7 +19,7 @@ import importlib.metadata as metadata
 import os
 import threading
 import traceback
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,8 +32,8 @@ from ..errors import (
     NoDevice,
     UnsupportedBackend,
 )
-from . import hookspecs
-from .records import PLUGIN_API_VERSION, Artifact, Availability, BackendInfo, CompileRequest
+from . import apishape, hookspecs
+from .records import PLUGIN_API_VERSION, Availability, BackendInfo
 
 ENTRY_POINT_GROUP = "gompute.backends"
 ENV_BACKENDS = "GOMPUTE_BACKENDS"
@@ -179,17 +179,23 @@ def _refuse(record: BackendRecord) -> BackendRecord:
 def _add(plugin: Any, fallback_name: str, source: str) -> BackendRecord:
     """Register ``plugin`` and record it (or the reason it was refused)."""
     state = _registry()
+    shape_api, evidence = apishape.api_of_shape(plugin)
     try:
         info = _describe(plugin)
     except Exception as exc:
+        if shape_api != PLUGIN_API_VERSION:  # an API-1 plugin may fail to describe itself
+            return _refuse(BackendRecord(fallback_name, None,
+                                         apishape.written_for_api1(evidence), source))
         return _refuse(BackendRecord(fallback_name, None,
                                      f"gompute_backend_info failed: {_last_line(exc)}", source))
+    if shape_api != PLUGIN_API_VERSION:
+        return _refuse(BackendRecord(info.name, info, apishape.written_for_api1(evidence),
+                                     source))
+    if apishape.echoes_core_version(plugin.gompute_backend_info):
+        return _refuse(BackendRecord(info.name, info, apishape.echoes_version(), source))
     if info.api_version != PLUGIN_API_VERSION:
-        return _refuse(BackendRecord(
-            info.name, info,
-            f"the plugin implements plugin API version {info.api_version}; this gompute-core "
-            f"expects API version {PLUGIN_API_VERSION} (install matching versions of the core "
-            "and the plugin; plugins.md has the migration notes)", source))
+        return _refuse(BackendRecord(info.name, info, apishape.other_version(info.api_version),
+                                     source))
     existing = state.records.get(info.name)
     if existing is not None and existing.loaded:
         if existing.source.startswith("entry point") and source.startswith("entry point"):
@@ -351,22 +357,19 @@ def compiler(name: str) -> Any:
                 raise UnsupportedBackend(f"backend {name!r}: gompute_compiler returned "
                                          f"{comp!r}, not a gompute_core.backend.Compiler")
             state.compilers[name] = comp
-            from ..runtime.diskcache import CompileCache
-
-            state.compile_caches[name] = CompileCache(name)
         return comp
 
 
-def compile_artifact(request: CompileRequest) -> Artifact:
-    """Compile ``request`` with its backend's compiler, through the core's caches (no
-    device needed: the request names the arch)."""
-    from ..backend.compiler import compile_kernel
-
-    if not isinstance(request.arch, str):
-        raise InvalidArgument(f"arch: expected a string, got {request.arch!r}")
-    comp = compiler(request.backend)
-    return compile_kernel(comp, request.kernel, request.arch, request.options,
-                          _registry().compile_caches[request.backend], source=request.source)
+def compile_cache(name: str, make: Callable[[str], Any]) -> Any:
+    """This registry's compile cache of backend ``name``, made by ``make(name)`` on first use
+    (the compile layer's :class:`~gompute_core.compilation.CompileCache`: the registry only
+    keeps it, so an isolated registry starts with empty memory levels)."""
+    state = _registry()
+    with _lock:
+        cache = state.compile_caches.get(name)
+        if cache is None:
+            cache = state.compile_caches[name] = make(name)
+        return cache
 
 
 def open_device(name: str, ordinal: int = 0) -> Any:
@@ -415,7 +418,7 @@ def close_devices() -> None:
 
 __all__ = [
     "BackendRecord", "ENTRY_POINT_GROUP", "ENV_BACKENDS", "REQUIRED_HOOKS", "backends",
-    "close_devices", "compile_artifact", "compiler", "env_order", "get_plugin_manager",
+    "close_devices", "compile_cache", "compiler", "env_order", "get_plugin_manager",
     "hookimpl", "isolated",
     "load_entry_point", "open_device", "ordered_backends", "probe", "record", "register",
     "require",

@@ -20,7 +20,9 @@ every kind."""
 class BackendInfo:
     """What a plugin says about itself (``gompute_backend_info``).
 
-    ``unsupported_types`` lists short type names (``"f16"``, ``"f64"``) the
+    ``features`` are the kernel features the backend's compiler and launcher take; the
+    core decides from them which kinds it runs. ``kinds`` (kind names) is deprecated,
+    still honoured. ``unsupported_types`` lists short type names (``"f16"``, ``"f64"``) the
     backend cannot run; the conformance suite reads it instead of skipping
     tests by name. Higher ``priority`` is probed first by ``AutoKernel``
     (CUDA 300, HIP 200, CPU 100).
@@ -34,6 +36,11 @@ class BackendInfo:
     unsupported_types: tuple[str, ...] = ()
     description: str = ""
     example_arch: str = ""  # e.g. "sm_90": what error messages suggest pinning
+    features: tuple[str, ...] | None = None
+    """Kernel features (``"entries"``, ``"raw"``, ``"barriers"``, ``"shared_memory"``,
+    ``"atomics"``): the core runs every kind whose needs they cover
+    (``gompute_core.kinds.support``). ``kinds`` (names) is deprecated: still honoured,
+    pass ``()`` once ``features`` says it."""
 
 
 @dataclass(frozen=True)
@@ -55,6 +62,9 @@ class Availability:
     reason: str = ""
     devices: tuple[DeviceInfo, ...] = ()
     compiler: str = ""  # e.g. "nvrtc 13.0"; empty when the backend cannot compile here
+    warnings: tuple[str, ...] = ()
+    """Known hazards of what was found (a compiler version that miscompiles): ``gompute
+    doctor`` prints each."""
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,8 @@ most of the host's cost, so for a backend that takes its arguments packed
 (``Device.packs_arguments``) the kernel gets, once, a function written for its
 signature, in the way :mod:`dataclasses` writes ``__init__``: for each argument one
 test that accepts the common, already-right value outright (a buffer of this device,
-of the declared element type, not freed; a NumPy scalar of exactly the declared type;
+of the declared element type, not freed, and not read-only where the kernel writes it; a
+NumPy scalar of exactly the declared type;
 a Python int the declared integer type holds) and hands anything else to that
 argument's full converter, which returns the checked value or raises the same
 ``InvalidArgument`` as ever. Nothing is skipped: the fast test
@@ -23,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from ..backend.args import RawArgBuffer
+from ..abi.entry_args import RawArgBuffer
 from ..types import is_int
 
 
@@ -50,9 +51,10 @@ class PackedBinder:
                                                     strict=True)):
             a = names[k]
             env[f"conv{k}"], env[f"t{k}"] = conv, dtype
-            if kind == "pointer":
+            if kind in ("pointer", "written"):  # written: read-only memory is refused
+                ro = f" and not {a}.readonly" if kind == "written" else ""
                 lines += [f"    if not ({a}.__class__ in known and {a}.device is dev and "
-                          f"{a}.dtype is t{k} and not {a}._freed):",
+                          f"{a}.dtype is t{k} and not {a}._freed{ro}):",
                           f"        {a} = conv{k}({a})",
                           f"        known.add({a}.__class__)"]
                 packed.append(f"{a}.addr")

@@ -18,6 +18,11 @@ it cannot, as in CUDA).
 ``shared_array(T, n)`` / ``shared_array(T, (rows, cols))`` declares static
 block-shared memory; assign it once, at the top level of the kernel's body.
 
+``local_array(T, n)`` / ``local_array(T, (rows, cols))`` (also ``g.local_array``) declares
+a per-thread array, zero-initialized, in any kernel function (spec element functions and
+helpers too); called from Python it is ``numpy.zeros(shape, T)``, so the function still
+runs as its own oracle.
+
 Atomics return the element's old value: ``atomic_add/sub/min/max/exch(arr, i,
 v)`` and ``atomic_cas(arr, i, compare, v)``, on global or shared arrays of
 ``i32``, ``u32``, ``i64``, ``u64``, ``f32`` and ``f64`` (``i`` is a tuple for a
@@ -34,8 +39,8 @@ from ..errors import KernelSyntaxError
 
 __all__ = [
     "GEOMETRY", "ATOMICS", "global_id", "local_id", "block_id", "block_dim", "grid_dim",
-    "barrier", "shared_array", "atomic_add", "atomic_sub", "atomic_min", "atomic_max",
-    "atomic_exch", "atomic_cas",
+    "barrier", "shared_array", "local_array", "atomic_add", "atomic_sub", "atomic_min",
+    "atomic_max", "atomic_exch", "atomic_cas",
 ]
 
 
@@ -77,6 +82,16 @@ def barrier() -> None:
 def shared_array(dtype: Any, shape: int | tuple[int, ...]) -> Any:
     """Declare block-shared memory of ``shape`` elements of ``dtype``."""
     _device_only("shared_array")
+
+
+def local_array(dtype: Any, shape: int | tuple[int, ...]) -> Any:
+    """A per-thread array of ``shape`` elements of ``dtype``, zero-initialized: in Python
+    (the oracle) ``numpy.zeros(shape, dtype)``; in kernel code a fixed-size array in
+    registers or on the thread's stack (declare it once, at the top level of a function's
+    body: see ``docs/kernel-language.md``)."""
+    import numpy as np
+
+    return np.zeros(shape, dtype)
 
 
 def atomic_add(arr: Any, index: Any, value: Any) -> Any:

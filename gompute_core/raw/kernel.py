@@ -21,6 +21,7 @@ from ..errors import AbiError, InvalidArgument
 from ..ir.kernel import RAW, KernelIR
 from ..ir.nodes import IRType, PointerType, StructType
 from ..types import as_scalar_type
+from .bounds import Bound, parse_bounds
 
 MAX_BLOCK_THREADS = 1024
 """The most threads a block may have on every supported backend."""
@@ -60,9 +61,10 @@ def block_shape(value: Any, what: str) -> tuple[int, int, int]:
 class RawKernelDef:
     """A ``@g.raw_kernel`` function: name, block shape, signature, and where it was made.
 
-    ``signature`` lists ``(parameter name, IR type)``; ``bounds`` maps a pointer
-    parameter to the length parameter that bounds it (``launch`` checks the
-    buffer holds that many elements).
+    ``signature`` lists ``(parameter name, IR type)``; ``bounds`` lists the declared
+    :class:`~gompute_core.raw.bounds.Bound` of pointer parameters (a parameter name, an
+    expression of integer parameters or a constant: ``launch`` checks the buffer holds
+    that many elements).
     """
 
     name: str
@@ -70,7 +72,7 @@ class RawKernelDef:
     block: tuple[int, int, int] | None
     signature: tuple[tuple[str, IRType], ...]
     params_class: type | None
-    bounds: tuple[tuple[str, str], ...]
+    bounds: tuple[Bound, ...]
     defined_at: str
     defined_in: str
     kind: str = RAW
@@ -205,41 +207,14 @@ def signature_of(fn: Callable[..., Any]) -> tuple[tuple[tuple[str, IRType], ...]
     return tuple(out), params_class
 
 
-def _bounds(fn: Callable[..., Any], signature: tuple[tuple[str, IRType], ...],
-            bounds: Any) -> tuple[tuple[str, str], ...]:
-    if bounds is None:
-        return ()
-    if not isinstance(bounds, dict):
-        raise InvalidArgument(f"raw kernel {fn.__name__!r}: bounds must be a dict "
-                              "{pointer parameter: length parameter}")
-    types = dict(signature)
-    out = []
-    for ptr, length in bounds.items():
-        if not isinstance(types.get(ptr), PointerType):
-            raise InvalidArgument(f"raw kernel {fn.__name__!r}: bounds key {ptr!r} is not a "
-                                  "GlobalPtr parameter")
-        lt = types.get(length)
-        if lt is None or isinstance(lt, (PointerType, StructType)) or \
-                not _is_int_scalar(lt):
-            raise InvalidArgument(f"raw kernel {fn.__name__!r}: bounds[{ptr!r}] = {length!r} is "
-                                  "not an integer parameter")
-        out.append((ptr, length))
-    return tuple(out)
-
-
-def _is_int_scalar(t: Any) -> bool:
-    from ..types import is_int
-
-    return is_int(t) and t is not bool
-
-
 def raw_kernel(fn: Callable[..., Any] | None = None, *, name: str | None = None,
-               block: Any = None, bounds: dict[str, str] | None = None) -> Any:
+               block: Any = None, bounds: dict[str, str | int] | None = None) -> Any:
     """Define a raw kernel: ``@g.raw_kernel`` or ``@g.raw_kernel(name=, block=, bounds=)``.
 
     ``block`` declares the block shape (an int, a tuple or a ``g.Dim3``): every launch
     is then checked against it. ``bounds={"data": "n"}`` makes every launch check that
-    the buffer passed as ``data`` holds at least ``n`` elements.
+    the buffer passed as ``data`` holds at least ``n`` elements; the value may also be an
+    expression of integer parameters (``"M*K"``) or an int (see :mod:`.bounds`).
     """
     from ..specs import _caller, _check_name, _register
 
@@ -251,7 +226,8 @@ def raw_kernel(fn: Callable[..., Any] | None = None, *, name: str | None = None,
         signature, params_class = signature_of(f)
         defined_at, defined_in = _caller()
         return _register(RawKernelDef(kname, f, shape, signature, params_class,
-                                      _bounds(f, signature, bounds), defined_at, defined_in))
+                                      parse_bounds(kname, signature, bounds), defined_at,
+                                      defined_in))
 
     if fn is not None:
         return define(fn)

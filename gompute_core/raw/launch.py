@@ -13,24 +13,43 @@ and launches (:meth:`~gompute_core.backend.Device._load_raw`).
 from __future__ import annotations
 
 import difflib
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from ..abi import pack
-from ..backend.args import RawArgBuffer, raw_arg_layout
+from ..abi.codecs import float_in_range, int_in_range
+from ..abi.entry_args import RawArgBuffer, raw_arg_layout
 from ..backend.buffer import Buffer
+from ..compilation import compile_artifact
 from ..errors import InvalidArgument, KernelNotFound, Unsupported
 from ..interop import as_buffer
-from ..ir.kernel import RAW, KernelIR
-from ..ir.nodes import Atomic, IRType, PointerType, SharedType, StructType
+from ..ir.checked import instrument
+from ..ir.kernel import KernelIR
+from ..ir.nodes import Atomic, IRType, PointerType, SharedType, Store, StructType
+from ..kinds.support import runs_raw, supported_kinds
 from ..plugins import manager
 from ..plugins.records import Artifact, CompileRequest
-from ..runtime.compile import find_prebuilt, find_prebuilt_raw
+from ..runtime.compile import (
+    check_contract,
+    compile_options,
+    contracted,
+    find_prebuilt,
+    find_prebuilt_raw,
+)
 from ..runtime.dim3 import Dim3
 from ..types import as_scalar_type, is_float, is_int, short_name
 from .binding import PackedBinder
+from .bounds import Bound
+from .checked import (
+    FaultRecord,
+    checked_arguments,
+    checked_slots,
+    checked_unavailable,
+    want_checked,
+)
 from .kernel import RawKernelDef, block_shape, define_source
 
 __all__ = ["RawKernel", "raw_kernel_by_name", "resolve"]
@@ -83,13 +102,19 @@ def _static_shared_bytes(kir: KernelIR) -> int:
                if isinstance(t, SharedType))
 
 
-def _uses_f64_atomics(kir: KernelIR) -> bool:
-    found = False
+def _memory_use(kir: KernelIR) -> tuple[bool, frozenset[str]]:
+    """(whether the kernel uses f64 atomics, the names of the ``GlobalPtr`` arguments it
+    writes: stores and atomics). A kernel from C source has no IR to tell: no pointer
+    counts as written."""
+    f64 = False
+    written: set[str] = set()
 
     def walk(obj: Any) -> None:
-        nonlocal found
+        nonlocal f64
         if isinstance(obj, Atomic) and obj.type is np.float64:
-            found = True
+            f64 = True
+        if isinstance(obj, (Store, Atomic)) and isinstance(obj.base.type, PointerType):
+            written.add(obj.base.name)
         if isinstance(obj, tuple):
             for item in obj:
                 walk(item)
@@ -99,7 +124,7 @@ def _uses_f64_atomics(kir: KernelIR) -> bool:
 
     for fn in kir.functions:
         walk(fn.body)
-    return found
+    return f64, frozenset(written)
 
 
 class RawKernel:
@@ -108,70 +133,102 @@ class RawKernel:
     ``kernel`` is a ``@g.raw_kernel`` function or its name (resolved in this process,
     else in the prebuilt artifact directory: ``artifact_dir`` or
     ``$GOMPUTE_ARTIFACT_DIR``). ``launch(grid, block, args, shared_bytes=0,
-    stream=None)`` enqueues one launch; ``synchronize()`` waits for it.
+    stream=None)`` enqueues one launch; ``synchronize()`` waits for it. Threads may share
+    a handle: a lock makes storing the arguments and launching one step.
+    ``checked=True`` (default: ``$GOMPUTE_CHECKED``) loads the kernel in checked mode
+    (:mod:`gompute_core.raw.checked`): ``synchronize()`` then raises ``OutOfBounds`` or
+    ``DataRace`` for the first fault since the last one. ``options`` (extra compiler
+    options) and ``contract`` (allow fused multiply-add: results may then differ between
+    backends) are as for :class:`~gompute_core.runtime.kernel.Kernel`.
     """
 
     def __init__(self, kernel: Any, backend: str, device: int = 0, *,
-                 artifact_dir: str | None = None) -> None:
+                 artifact_dir: str | None = None, options: Sequence[str] = (),
+                 contract: bool = False, checked: bool | None = None) -> None:
         if not isinstance(backend, str):
             raise InvalidArgument(f"backend: expected a backend name, got {backend!r}")
+        where = f"RawKernel({getattr(kernel, 'name', kernel)!r})"
+        opts = compile_options(options, where)
+        check_contract(contract, where)
         info = manager.require(backend).info
-        if RAW not in info.kinds:
+        if not runs_raw(info):
             raise Unsupported(f"backend {backend!r} does not run raw kernels (its kinds: "
-                              f"{', '.join(info.kinds)})")
+                              f"{', '.join(supported_kinds(info))})")
         definition = resolve(kernel)
         dev = manager.open_device(backend, device)
+        instrumented = None
         if isinstance(definition, str):
-            found = find_prebuilt_raw(definition, backend, dev.arch, artifact_dir)
+            found = find_prebuilt_raw(definition, backend, dev.arch, artifact_dir, opts,
+                                      contract)
             if found is None:
                 raise _not_found(definition, backend)
             artifact, kir, signature = found
-            bounds: tuple[tuple[str, str], ...] = ()
+            checked_unavailable(definition, "a prebuilt artifact", checked)
+            bounds: tuple[Bound, ...] = ()
             params_class = None
         else:
             if definition.source_backends and backend not in definition.source_backends:
                 raise Unsupported(f"raw kernel {definition.name!r} is C source for "
                                   f"{', '.join(definition.source_backends)}, not {backend!r}")
-            kir = definition.lower()
+            kir = contracted(definition.lower(), contract, where)
             signature, bounds = definition.signature, definition.bounds
             params_class = definition.params_class
-            artifact = self._artifact(definition, kir, backend, dev.arch, artifact_dir)
-        if _uses_f64_atomics(kir) and not dev.has("f64_atomics"):
+            if definition.source is not None:
+                checked_unavailable(definition.name, "C source", checked)
+            elif want_checked(checked):
+                instrumented = instrument(kir, serial=dev.has("serial_threads"))
+                kir = instrumented.kernel
+            artifact = self._artifact(definition, kir, backend, dev.arch, artifact_dir, opts)
+        f64_atomics, self._written = _memory_use(kir)
+        if f64_atomics and not dev.has("f64_atomics"):
             raise Unsupported(f"raw kernel {kir.name!r} uses f64 atomics; {backend} device "
                               f"{device} lacks the capability 'f64_atomics'")
         self.name, self.backend, self.ordinal = kir.name, backend, device
         self.device, self.kernel_ir, self.artifact = dev, kir, artifact
         self.signature: tuple[tuple[str, IRType], ...] = signature
+        self.checked = instrumented is not None
+        slots = signature if instrumented is None else checked_slots(instrumented)
+        self._slots = slots
+        """The entry's arguments: the signature's, then checked mode's (extents, record)."""
         self.block: tuple[int, int, int] | None = kir.block
         self._params_class = params_class
         self._static_shared = _static_shared_bytes(kir)
-        self.args = RawArgBuffer(raw_arg_layout(signature))
-        self._convert = [self._converter(k, name, t) for k, (name, t) in enumerate(signature)]
-        self._bounds = [(self._index(p), self._index(n), p, n) for p, n in bounds]
+        self.args = RawArgBuffer(raw_arg_layout(slots))
+        self._convert = [self._converter(k, name, t) for k, (name, t) in enumerate(slots)]
+        self._bounds = [(self._index(b.ptr), b) for b in bounds]
         self._geometry: dict[tuple[Any, ...], tuple[Any, Any, int]] = {}
         """Launch shapes already checked, keyed by value and type (``True == 1`` and
         ``1.0 == 1`` must not pass as a checked 1): -> (grid, block, shared bytes)."""
+        self._lock = threading.Lock()
+        """Makes store-the-arguments-then-launch one step: threads sharing the handle never
+        launch with each other's arguments."""
         self._bind: Callable[[Sequence[Any]], None] | None = None
         """The packing backends' checks (:class:`PackedBinder`), called on every launch."""
         if dev.packs_arguments:
             kinds = ["params" if isinstance(t, StructType) else
-                     "pointer" if isinstance(t, PointerType) else "scalar"
-                     for _, t in signature]
+                     ("written" if name in self._written else "pointer")
+                     if isinstance(t, PointerType) else "scalar"
+                     for name, t in slots]
             types = [np.dtype(t.elem) if isinstance(t, PointerType) else t
-                     for _, t in signature]
+                     for _, t in slots]
             self._bind = PackedBinder(kinds, self._convert, types, dev, self.args,
                                       self._check_bounds if self._bounds else None).bind
         elif params_class is not None:
             self._params_of = dev.params_converter(kir)
         self._launcher = dev._load_raw(artifact, kir, self.args)
+        self._faults: FaultRecord | None = None
+        if instrumented is not None:
+            self._faults = FaultRecord(self.name, dev, instrumented.sites)
+            self.launch = self._launch_checked  # type: ignore[method-assign]
 
     @staticmethod
     def _artifact(definition: RawKernelDef, kir: KernelIR, backend: str, arch: str,
-                  artifact_dir: str | None) -> Artifact:
-        artifact = find_prebuilt(kir, backend, arch, artifact_dir)
+                  artifact_dir: str | None, options: tuple[str, ...]) -> Artifact:
+        artifact = find_prebuilt(kir, backend, arch, artifact_dir, options)
         if artifact is None:
-            artifact = manager.compile_artifact(CompileRequest(
-                backend=backend, kernel=kir, arch=arch, source=definition.source))
+            artifact = compile_artifact(CompileRequest(
+                backend=backend, kernel=kir, arch=arch, options=options,
+                source=definition.source))
         return artifact
 
     @classmethod
@@ -195,7 +252,8 @@ class RawKernel:
     def _converter(self, k: int, name: str, t: IRType) -> Callable[[Any], Any]:
         where = f"argument #{k} ({name!r})"
         if isinstance(t, PointerType):
-            return self._pointer_converter(where, np.dtype(t.elem), short_name(t.elem))
+            return self._pointer_converter(where, np.dtype(t.elem), short_name(t.elem),
+                                           name in self._written)
         if isinstance(t, StructType):
             cls = self._params_class
 
@@ -208,7 +266,7 @@ class RawKernel:
             return params
         return _scalar_converter(self.name, where, t)
 
-    def _pointer_converter(self, where: str, dtype: np.dtype, tname: str
+    def _pointer_converter(self, where: str, dtype: np.dtype, tname: str, written: bool
                            ) -> Callable[[Any], Any]:
         device, backend = self.device, self.backend
 
@@ -223,6 +281,9 @@ class RawKernel:
                 raise InvalidArgument(f"{self.name}: {where} is a buffer of {buf.dtype}; the "
                                       f"kernel declares GlobalPtr[{tname}] (allocate it with "
                                       f"alloc(count, g.{tname}))")
+            if written and buf.readonly:
+                raise InvalidArgument(f"{self.name}: {where} is read-only memory but the "
+                                      f"kernel writes it (pass a writable array)")
             return buf
 
         return pointer
@@ -235,13 +296,13 @@ class RawKernel:
                                   f"on {self.backend} device {self.ordinal}: {exc}") from None
 
     def _check_bounds(self, values: list[Any]) -> None:
-        for ptr_k, len_k, ptr, length in self._bounds:
+        for ptr_k, bound in self._bounds:
             buf = values[ptr_k]
             count = buf.nbytes // buf.dtype.itemsize
-            need = int(values[len_k])
+            need = bound.need(values)
             if need > count:
-                raise InvalidArgument(f"{self.name}: {ptr!r} holds {count} elements but "
-                                      f"{length}={need} (declared as its bound)")
+                raise InvalidArgument(f"{self.name}: {bound.ptr!r} holds {count} elements but "
+                                      f"{bound.text}={need} (declared as its bound)")
 
     # ------------------------------------------------------------------- public surface
     def alloc(self, count: int, dtype: Any) -> Any:
@@ -280,10 +341,14 @@ class RawKernel:
             raise InvalidArgument(f"{self.name}: takes {len(self._convert)} arguments ({names}), "
                                   f"got {len(args)}")
         if self._bind is not None:
-            self._bind(args)
-        else:
-            self._store([conv(a) for conv, a in zip(self._convert, args, strict=True)])
-        self._launcher(g3, b3, shared, stream)
+            with self._lock:
+                self._bind(args)
+                self._launcher(g3, b3, shared, stream)
+            return
+        values = [conv(a) for conv, a in zip(self._convert, args, strict=True)]
+        with self._lock:
+            self._store(values)
+            self._launcher(g3, b3, shared, stream)
 
     def _check_geometry(self, grid: Any, block: Any, shared_bytes: Any
                         ) -> tuple[tuple[int, int, int], tuple[int, int, int], int]:
@@ -323,7 +388,7 @@ class RawKernel:
             self._check_bounds(values)
         a = self.args
         host, params = [], None
-        for v, (_, t) in zip(values, self.signature, strict=True):
+        for v, (_, t) in zip(values, self._slots, strict=True):
             if isinstance(t, StructType):
                 params = self._params_of(v)
             elif isinstance(t, PointerType):
@@ -333,9 +398,21 @@ class RawKernel:
         a.values = tuple(host)
         a.params = params
 
+    def _launch_checked(self, grid: Any, block: Any, args: Sequence[Any],
+                        shared_bytes: int = 0, stream: Any = None) -> None:
+        """:meth:`launch` in checked mode: the user's arguments, then each pointer's element
+        count and the fault record."""
+        assert self._faults is not None
+        RawKernel.launch(self, grid, block, checked_arguments(self, args, self._faults),
+                         shared_bytes, stream)
+
     def synchronize(self) -> None:
-        """Wait for all work on the device; a device fault raises ``SyncFailed``."""
+        """Wait for all work on the device; a device fault raises ``SyncFailed``, and in
+        checked mode the first fault of the kernel since the last synchronization raises
+        ``OutOfBounds`` or ``DataRace``."""
         self.device.synchronize()
+        if self._faults is not None:
+            self._faults.raise_if_set()
 
     @property
     def source(self) -> str:
@@ -360,7 +437,8 @@ def _shape_key(grid: Any, block: Any, shared_bytes: Any) -> tuple[Any, ...]:
 
 def _scalar_converter(kernel: str, where: str, t: Any) -> Callable[[Any], Any]:
     """A checker giving a NumPy scalar of ``t``: the same NumPy type, or a Python number
-    that ``t`` holds exactly (an int in range; a float for a float type)."""
+    that ``t`` holds (an int in range; for a float type an int or float that does not
+    overflow it), range-checked as a params field is."""
     name = short_name(t)
     integer = is_int(t) and t is not np.bool_
     lo, hi = (int(np.iinfo(t).min), int(np.iinfo(t).max)) if integer else (0, 0)
@@ -376,11 +454,9 @@ def _scalar_converter(kernel: str, where: str, t: Any) -> Callable[[Any], Any]:
                 return np.bool_(value)
         elif integer:
             if isinstance(value, int) and not isinstance(value, bool):
-                if not lo <= value <= hi:
-                    raise InvalidArgument(f"{kernel}: {where} = {value} does not fit {name}")
-                return t(value)
+                return int_in_range(t, value, f"{kernel}: {where}", lo, hi)
         elif is_float(t) and isinstance(value, (int, float)) and not isinstance(value, bool):
-            return t(value)
+            return float_in_range(t, value, f"{kernel}: {where}")
         raise InvalidArgument(f"{kernel}: {where} is {value!r} ({type(value).__name__}) where "
                               f"{name} is declared")
 

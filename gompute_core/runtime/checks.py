@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import InvalidArgument
-from ..kinds.foreign import run_array
+from ..kinds.base import count
+from ..kinds.foreign import run_array, spans_overlap
 
 if TYPE_CHECKING:
     from ..backend.device import Device, Stream
@@ -88,22 +89,50 @@ def same_shape(x: Any, x_role: str, y: Any, y_role: str) -> None:
 
 
 def _overlap(x: Any, out: Any) -> tuple[bool, bool]:
-    """(``x`` and ``out`` may share memory, they are the very same elements)."""
+    """(``x`` and ``out`` may share memory, they are the very same elements): two flat
+    C-contiguous NumPy arrays, or two ``DeviceArray``s (device memory never overlaps host
+    memory)."""
     xd, od = not isinstance(x, np.ndarray), not isinstance(out, np.ndarray)
-    if xd or od:  # a DeviceArray: device memory never overlaps host memory
-        return x.overlaps(out) if xd and od else (False, False)
+    if xd or od:
+        return spans_overlap(x.addr, x.nbytes, out.addr, out.nbytes) if xd and od else \
+            (False, False)
     if not np.may_share_memory(x, out):
         return False, False
-    return True, (x.ctypes.data == out.ctypes.data and x.itemsize == out.itemsize
-                  and x.size == out.size)
+    return spans_overlap(x.ctypes.data, x.nbytes, out.ctypes.data, out.nbytes)
+
+
+def operands_overlap(x: Any, x_nbytes: int, out: Any, out_nbytes: int) -> tuple[bool, bool]:
+    """:func:`_overlap` for two ``launch`` operands, each the first ``*_nbytes`` bytes at a
+    device address (an int) or of a flat host array (a host-memory device's operand)."""
+    if x.__class__ is not int:
+        if not np.may_share_memory(x, out):
+            return False, False
+        x, out = x.ctypes.data, out.ctypes.data
+    return spans_overlap(x, x_nbytes, out, out_nbytes)
+
+
+def refuse_overlap(overlap: tuple[bool, bool], x_role: str, out_role: str,
+                   partial_only: bool, prefix: str = "") -> None:
+    """``InvalidArgument`` when ``overlap`` (from :func:`_overlap`) shows ``out`` sharing
+    memory with ``x``: any sharing (gather/scatter, which write unordered), or with
+    ``partial_only`` one other than as the very same elements. ``prefix`` starts the
+    message (``"launch: "``)."""
+    shared, same = overlap
+    if not shared:
+        return
+    if not partial_only:
+        raise InvalidArgument(f"{prefix}{out_role}: overlaps {x_role}; gather/scatter need a "
+                              "separate output array")
+    if not same:
+        raise InvalidArgument(f"{prefix}{out_role}: overlaps {x_role} without being the same "
+                              f"elements; the result would depend on evaluation order (pass "
+                              f"a separate output array, or {x_role} itself to work in place)")
 
 
 def disjoint(x: np.ndarray | DeviceArray, x_role: str, out: np.ndarray | DeviceArray,
              out_role: str) -> None:
     """``InvalidArgument`` when ``out`` may overlap ``x`` (gather/scatter write unordered)."""
-    if _overlap(x, out)[0]:
-        raise InvalidArgument(f"{out_role}: overlaps {x_role}; gather/scatter need a separate "
-                              "output array")
+    refuse_overlap(_overlap(x, out), x_role, out_role, False)
 
 
 def no_partial_overlap(x: np.ndarray | DeviceArray, x_role: str, out: np.ndarray | DeviceArray,
@@ -111,11 +140,7 @@ def no_partial_overlap(x: np.ndarray | DeviceArray, x_role: str, out: np.ndarray
     """``InvalidArgument`` when ``out`` overlaps ``x`` other than as the very same elements
     (element ``i`` of both at one address, same item size): a partial overlap would make
     the result depend on loop order and on how threads split the work."""
-    shared, same = _overlap(x, out)
-    if shared and not same:
-        raise InvalidArgument(f"{out_role}: overlaps {x_role} without being the same "
-                              f"elements; the result would depend on evaluation order (pass "
-                              f"a separate output array, or {x_role} itself to work in place)")
+    refuse_overlap(_overlap(x, out), x_role, out_role, True)
 
 
 def params(p: Any, P: type | None, spec_name: str) -> None:
@@ -130,11 +155,4 @@ def params(p: Any, P: type | None, spec_name: str) -> None:
                               f"got {got}")
 
 
-def count(n: Any, role: str = "count") -> int:
-    """A non-negative element count."""
-    if isinstance(n, bool) or not hasattr(n, "__index__"):
-        raise InvalidArgument(f"{role}: expected a non-negative int, got {n!r}")
-    value = n.__index__()
-    if value < 0:
-        raise InvalidArgument(f"{role}: expected a non-negative int, got {value}")
-    return value
+__all__ = ["array", "shape", "same_shape", "disjoint", "no_partial_overlap", "params", "count"]

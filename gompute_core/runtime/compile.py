@@ -7,11 +7,13 @@ looks there first (its ``artifact_dir=`` argument, else
 ``$GOMPUTE_ARTIFACT_DIR``) so a deployment never compiles at run time. A
 manifest whose IR digest differs from the spec's current one is stale: it is
 ignored with a ``GomputeWarning``; an image whose sha256 does not match its
-manifest is refused the same way.
+manifest is refused the same way, and so is one built with other compiler
+options than the kernel asks for (the manifest records them).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -20,7 +22,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..errors import BackendUnavailable, GomputeWarning, InvalidArgument
+from ..compilation import compile_artifact
+from ..errors import BackendUnavailable, GomputeWarning, InvalidArgument, Unsupported
 from ..ir.kernel import RAW, KernelIR
 from ..ir.nodes import IRType, PointerType, StructType
 from ..plugins import manager
@@ -35,25 +38,58 @@ MANIFEST_VERSION = 1
 
 
 def compile(spec: Spec, backend: str, arch: str | None = None,
-            options: Iterable[str] = ()) -> Artifact:
+            options: Iterable[str] = (), *, contract: bool = False) -> Artifact:
     """Compile ``spec`` (or a raw kernel) for ``backend`` and ``arch`` through the plugin
-    (no device needed when ``arch`` is given; ``None`` means the detected device's arch)."""
+    (no device needed when ``arch`` is given; ``None`` means the detected device's arch).
+    ``options`` are extra compiler options, ``contract=True`` allows floating-point
+    contraction (see :func:`contracted`); both are part of the cache key."""
     from ..raw.kernel import RawKernelDef
     from ..specs import Spec
 
     if not isinstance(spec, (Spec, RawKernelDef)):
         raise InvalidArgument(f"g.compile: spec must be a Spec or a raw kernel, got {spec!r}")
-    if isinstance(options, str):
-        raise InvalidArgument("g.compile: options must be a sequence of strings, not a string")
-    opts = tuple(options)
-    for o in opts:
-        if not isinstance(o, str):
-            raise InvalidArgument(f"g.compile: option {o!r} is not a string")
+    opts = compile_options(options, "g.compile")
+    if isinstance(spec, Spec) and "entries" not in spec.kind_object.needs:
+        raise Unsupported(f"g.compile: {spec.name!r} is a {spec.kind}, whose device program "
+                          "is raw kernels the core generates when a Kernel opens it; there is "
+                          "no entry point of its own to compile ahead of time")
+    kir = contracted(spec.lower(), contract, "g.compile")
     if arch is None:
         arch = detected_arch(backend)
-    request = CompileRequest(backend=backend, kernel=spec.lower(), arch=arch, options=opts,
+    request = CompileRequest(backend=backend, kernel=kir, arch=arch, options=opts,
                              source=getattr(spec, "source", None))
-    return manager.compile_artifact(request)
+    return compile_artifact(request)
+
+
+def compile_options(options: object, where: str) -> tuple[str, ...]:
+    """``options`` checked as a sequence of compiler options (non-empty strings), in order;
+    ``InvalidArgument`` naming ``where`` otherwise."""
+    if isinstance(options, (str, bytes)):
+        raise InvalidArgument(f"{where}: options must be a sequence of strings, not a string "
+                              f"(write options=[{options!r}])")
+    try:
+        opts = tuple(options)  # type: ignore[call-overload]
+    except TypeError:
+        raise InvalidArgument(f"{where}: options must be a sequence of strings, got "
+                              f"{options!r}") from None
+    for o in opts:
+        if not isinstance(o, str) or not o:
+            raise InvalidArgument(f"{where}: option {o!r} is not a non-empty string")
+    return opts
+
+
+def check_contract(contract: object, where: str) -> bool:
+    """``contract`` checked to be a bool (``InvalidArgument`` naming ``where``)."""
+    if not isinstance(contract, bool):
+        raise InvalidArgument(f"{where}: contract must be True or False, got {contract!r}")
+    return contract
+
+
+def contracted(kir: KernelIR, contract: object, where: str) -> KernelIR:
+    """``kir`` as compiled with ``contract``: ``True`` lets the compiler fuse ``a * b + c``
+    into one fused multiply-add (results may then differ between backends and from the
+    oracle); ``False`` (the default) keeps one rounding per operation."""
+    return dataclasses.replace(kir, contract=True) if check_contract(contract, where) else kir
 
 
 def detected_arch(backend: str) -> str:
@@ -74,8 +110,9 @@ def _stem(name: str, backend: str, target: str) -> str:
 
 
 def write_artifact(directory: str | os.PathLike[str], artifact: Artifact,
-                   kir: KernelIR) -> Path:
-    """Write ``artifact`` (compiled from ``kir``) and its manifest; return the manifest path."""
+                   kir: KernelIR, options: tuple[str, ...] = ()) -> Path:
+    """Write ``artifact`` (compiled from ``kir`` with the extra compiler ``options``) and its
+    manifest; return the manifest path."""
     name = kir.name
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
@@ -87,6 +124,7 @@ def write_artifact(directory: str | os.PathLike[str], artifact: Artifact,
         "image": f"{stem}.bin", "source": f"{stem}.src",
         "image_sha256": hashlib.sha256(artifact.image).hexdigest(),
         "extra": [list(pair) for pair in artifact.extra],
+        "options": list(options), "contract": kir.contract,
     }
     if kir.kind == RAW:
         manifest["raw"] = {"signature": [[n, _type_text(t)] for n, t in
@@ -101,13 +139,28 @@ def write_artifact(directory: str | os.PathLike[str], artifact: Artifact,
     return out / f"{stem}.json"
 
 
+def _built_as_asked(manifest: dict[str, object], path: Path, options: tuple[str, ...],
+                    contract: bool) -> bool:
+    """True when the manifest at ``path`` was built with ``options`` and ``contract``; else
+    a warning saying how it differs."""
+    built = (list(manifest.get("options", [])), bool(manifest.get("contract", False)))  # type: ignore[call-overload]
+    if built == (list(options), contract):
+        return True
+    warnings.warn(f"prebuilt artifact {path} was built with options {built[0]} and "
+                  f"contract={built[1]}, not the options {list(options)} and "
+                  f"contract={contract} asked for; not using it", GomputeWarning, stacklevel=4)
+    return False
+
+
 def find_prebuilt(kir: KernelIR, backend: str, arch: str,
-                  artifact_dir: str | os.PathLike[str] | None = None) -> Artifact | None:
-    """The prebuilt artifact of ``kir`` for ``backend``/``arch``, or None.
+                  artifact_dir: str | os.PathLike[str] | None = None,
+                  options: tuple[str, ...] = ()) -> Artifact | None:
+    """The prebuilt artifact of ``kir`` for ``backend``/``arch`` built with the extra compiler
+    ``options``, or None.
 
     Looks in ``artifact_dir``, else ``$GOMPUTE_ARTIFACT_DIR``; None when
-    neither is set or no manifest matches. Stale or corrupt entries warn and
-    give None (the caller compiles).
+    neither is set or no manifest matches. Stale or corrupt entries, and entries built
+    with other options, warn and give None (the caller compiles).
     """
     directory = artifact_dir if artifact_dir is not None else os.environ.get(ENV_ARTIFACT_DIR)
     if not directory:
@@ -128,6 +181,8 @@ def find_prebuilt(kir: KernelIR, backend: str, arch: str,
         warnings.warn(f"prebuilt artifact {path} was built from another version of kernel "
                       f"{kir.name!r} (IR digest differs); compiling instead. Re-run "
                       "`gompute build`.", GomputeWarning, stacklevel=3)
+        return None
+    if not _built_as_asked(manifest, path, options, kir.contract):
         return None
     if hashlib.sha256(image).hexdigest() != manifest.get("image_sha256"):
         warnings.warn(f"prebuilt artifact {path}: image checksum mismatch; compiling instead",
@@ -175,11 +230,13 @@ def _type_of_text(text: str, name: str) -> IRType:
 
 
 def find_prebuilt_raw(name: str, backend: str, arch: str,
-                      artifact_dir: str | os.PathLike[str] | None = None
+                      artifact_dir: str | os.PathLike[str] | None = None,
+                      options: tuple[str, ...] = (), contract: bool = False
                       ) -> tuple[Artifact, KernelIR, tuple[tuple[str, IRType], ...]] | None:
     """A prebuilt raw kernel by name alone (no definition in this process, no compiler):
     its artifact, a KernelIR naming its entry and block, and its signature from the
-    manifest; None when there is none. The image's checksum is verified."""
+    manifest; None when there is none, or when it was built with other ``options`` or
+    ``contract`` (a warning says so). The image's checksum is verified."""
     directory = artifact_dir if artifact_dir is not None else os.environ.get(ENV_ARTIFACT_DIR)
     if not directory:
         return None
@@ -198,11 +255,13 @@ def find_prebuilt_raw(name: str, backend: str, arch: str,
         warnings.warn(f"prebuilt artifact {path}: image checksum mismatch; not loaded",
                       GomputeWarning, stacklevel=3)
         return None
+    if not _built_as_asked(manifest, path, options, contract):
+        return None
     signature = tuple((str(n), _type_of_text(str(t), name)) for n, t in raw["signature"])
     block = None if raw["block"] is None else tuple(int(b) for b in raw["block"])
     kir = KernelIR(name=name, kind=RAW, block_size=0 if block is None else
                    block[0] * block[1] * block[2], value_types=(), params=None,
-                   element=name, block=block)  # type: ignore[arg-type]
+                   element=name, block=block, contract=contract)  # type: ignore[arg-type]
     source_path = path.parent / manifest["source"]
     artifact = Artifact(
         backend=backend, image=image, format=manifest["format"], entry=manifest["entry"],

@@ -11,34 +11,29 @@ extra Python frame). See ``docs/handles.md`` for the decisions.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
+from ..compilation import compile_artifact
 from ..errors import BackendUnavailable, GomputeWarning, InvalidArgument, Unsupported
 from ..ir.kernel import KernelIR
-from ..kinds.program import MAX_REDUCE_BLOCKS
+from ..kinds.program import refuse_closed
+from ..kinds.reduce import MAX_REDUCE_BLOCKS
 from ..kinds.run import Runner
+from ..kinds.support import runs
 from ..plugins import manager
 from ..plugins.records import Artifact, BackendInfo, CompileRequest
 from ..specs import Spec
 from ..types import short_name
 from . import checks
-from .compile import find_prebuilt
-
-_DEFAULT_ROLE = {
-    "map": "T", "map_indexed": "T", "reduce": "T", "gather": "T", "scatter": "T",
-    "map_to": "Out", "zip": "Out",
-}
-
-
-def _closed(*args: Any, **kwargs: Any) -> Any:
-    raise InvalidArgument("this kernel handle is closed")
+from .compile import compile_options, contracted, find_prebuilt
 
 
 def capability_gap(info: BackendInfo, spec: Spec) -> str:
     """Why ``info``'s backend cannot run ``spec`` (kind or value type), or ``""``."""
-    if spec.kind not in info.kinds:
+    if not runs(info, spec.kind_object):
         return f"backend {info.name!r} does not support {spec.kind} kernels"
     for role, t in spec.value_types:
         if short_name(t) in info.unsupported_types:
@@ -51,7 +46,11 @@ class Kernel:
 
     Use as a context manager or call :meth:`close` (idempotent). With
     ``artifact_dir`` (or ``$GOMPUTE_ARTIFACT_DIR``) a prebuilt artifact from
-    ``gompute build`` is used instead of compiling.
+    ``gompute build`` is used instead of compiling. ``options`` are extra compiler
+    options (NVRTC's, hiprtc's, ...; the CPU backend takes none); ``contract=True``
+    lets the compiler fuse ``a * b + c`` into one fused multiply-add, so results may
+    differ between backends and from the oracle (off by default: the same bits
+    everywhere). Both are part of the compile cache's key.
     """
 
     spec: Spec
@@ -60,30 +59,43 @@ class Kernel:
     kernel_ir: KernelIR
     artifact: Artifact
     launch: Any
+    checks = checks
+    """The argument checks the kinds' ``run`` front ends use (``runtime.checks``)."""
 
     def __init__(self, spec: Spec, backend: str, device: int = 0, *,
-                 artifact_dir: str | None = None) -> None:
+                 artifact_dir: str | None = None, options: Sequence[str] = (),
+                 contract: bool = False) -> None:
         if not isinstance(spec, Spec):
             raise InvalidArgument(f"spec: expected a Spec (g.map, g.sum, ...), got {spec!r}")
         if not isinstance(backend, str):
             raise InvalidArgument(f"backend: expected a backend name, got {backend!r}")
-        self._open(spec, backend, device, artifact_dir)
+        self._open(spec, backend, device, artifact_dir,
+                   compile_options(options, f"Kernel({spec.name!r})"), contract)
 
-    def _open(self, spec: Spec, backend: str, ordinal: int, artifact_dir: str | None) -> None:
+    def _open(self, spec: Spec, backend: str, ordinal: int, artifact_dir: str | None,
+              options: tuple[str, ...] = (), contract: bool = False) -> None:
         """Lower, compile (or find prebuilt), load; set every attribute of the handle."""
         self._closed_flag = True
         info = manager.require(backend).info
         gap = capability_gap(info, spec)
         if gap:
             raise Unsupported(f"{spec.name}: {gap}")
-        kir = spec.lower()
+        if (options or contract) and "entries" not in spec.kind_object.needs:
+            raise Unsupported(f"Kernel({spec.name!r}): options= and contract= do not reach the "
+                              f"raw kernels a {spec.kind} spec generates yet (they would be "
+                              "silently ignored)")
+        kir = contracted(spec.lower(), contract, f"Kernel({spec.name!r})")
         device = manager.open_device(backend, ordinal)
         device.check_arguments(kir)  # before compiling: the driver would refuse the launch
-        artifact = find_prebuilt(kir, backend, device.arch, artifact_dir)
-        if artifact is None:
-            artifact = manager.compile_artifact(
-                CompileRequest(backend=backend, kernel=kir, arch=device.arch))
-        program = device.program(artifact, kir)
+        program = spec.kind_object.open(device, spec)  # a kind with its own device program
+        if program is None:
+            artifact = find_prebuilt(kir, backend, device.arch, artifact_dir, options)
+            if artifact is None:
+                artifact = compile_artifact(CompileRequest(
+                    backend=backend, kernel=kir, arch=device.arch, options=options))
+            program = device.program(artifact, kir)
+        else:
+            artifact = program.artifact
         self.spec, self.backend, self.ordinal = spec, backend, ordinal
         self.kernel_ir, self.artifact = kir, artifact
         self.device = device
@@ -92,7 +104,7 @@ class Kernel:
         self._runner = Runner(program, spec)
         self._P = spec.params
         self._types = {role: np.dtype(t) for role, t in spec.value_types}
-        self._run = getattr(self, f"_run_{spec.kind}")
+        self._run = spec.kind_object.run(self)
         self._at = (device, program.stream)
         """What ``checks.array`` needs to take foreign arrays: the device and run's stream."""
         self._closed_flag = False
@@ -144,7 +156,7 @@ class Kernel:
         """
         self._check_open()
         n = checks.count(count)
-        role = role or _DEFAULT_ROLE[self.spec.kind]
+        role = role or self.spec.kind_object.default_role
         dtype = self._types.get(role)
         if dtype is None:
             raise InvalidArgument(f"role: a {self.spec.kind} kernel has no value type {role!r} "
@@ -153,7 +165,7 @@ class Kernel:
         buf.dtype = dtype  # how other libraries see it (interop)
         return buf
 
-    def run(self, *args: Any) -> Any:
+    def run(self, *args: Any, **kwargs: Any) -> Any:
         """Validate, then run; returns the output array or the reduce result.
 
         map/map_indexed ``(data, p)`` -> ``data``; map_to ``(inp, out, p)`` ->
@@ -164,17 +176,28 @@ class Kernel:
         device exposing ``__cuda_array_interface__``, ``__dlpack__`` or
         ``__array_interface__`` (CuPy, torch, numba, JAX): device arrays are
         used in place, stream-ordered with their producer (``docs/interop.md``).
+        elementwise ``(*ins, out=None, p=None)`` -> the output, or a tuple of them
+        (``docs/elementwise.md``).
         """
-        return self._run(*args)
+        try:
+            return self._run(*args, **kwargs)
+        except TypeError:
+            wrong = self.spec.kind_object.arity_error(len(args))
+            if wrong is None:
+                raise  # the call had the right shape: an error inside
+            raise wrong from None
 
     def close(self) -> None:
         """Free the buffers ``run`` keeps; later calls raise ``InvalidArgument`` (idempotent)."""
         if self._closed_flag:
             return
         self._closed_flag = True
-        self.launch = _closed
-        self._run = _closed
+        self.launch = refuse_closed
+        self._run = refuse_closed
         self._runner.close()
+        close = getattr(self.program, "close", None)
+        if close is not None:  # a kind's own program (scan) keeps scratch buffers
+            close()
 
     def __enter__(self) -> Kernel:
         return self
@@ -188,69 +211,7 @@ class Kernel:
 
     def _check_open(self) -> None:
         if self._closed_flag:
-            raise InvalidArgument("this kernel handle is closed")
-
-    # ----------------------------------------------------------------- per-kind runners
-    def _run_map(self, data: Any, p: Any = None) -> Any:
-        d = checks.array(data, "data", self._types["T"], True, self._at)
-        checks.params(p, self._P, self.spec.name)
-        if d.size:
-            self._runner.elementwise((d,), d.size, p)
-        return data
-
-    _run_map_indexed = _run_map
-
-    def _run_map_to(self, inp: Any, out: Any, p: Any = None) -> Any:
-        i = checks.array(inp, "inp", self._types["In"], False, self._at)
-        o = checks.array(out, "out", self._types["Out"], True, self._at)
-        checks.same_shape(inp, "inp", out, "out")
-        checks.no_partial_overlap(i, "inp", o, "out")
-        checks.params(p, self._P, self.spec.name)
-        if i.size:
-            self._runner.elementwise((i, o), i.size, p)
-        return out
-
-    def _run_zip(self, a: Any, b: Any, out: Any, p: Any = None) -> Any:
-        x = checks.array(a, "a", self._types["A"], False, self._at)
-        y = checks.array(b, "b", self._types["B"], False, self._at)
-        o = checks.array(out, "out", self._types["Out"], True, self._at)
-        checks.same_shape(a, "a", b, "b")
-        checks.same_shape(a, "a", out, "out")
-        checks.no_partial_overlap(x, "a", o, "out")
-        checks.no_partial_overlap(y, "b", o, "out")
-        checks.params(p, self._P, self.spec.name)
-        if x.size:
-            self._runner.elementwise((x, y, o), x.size, p)
-        return out
-
-    def _run_reduce(self, data: Any, p: Any = None) -> Any:
-        d = checks.array(data, "data", self._types["T"], False, self._at)
-        checks.params(p, self._P, self.spec.name)
-        if d.size == 0:
-            return self.spec.T(self.spec.identity)
-        return self._runner.reduce(d, p)
-
-    def _gather_scatter(self, src: Any, idx: Any, out: Any) -> tuple[np.ndarray, ...]:
-        s = checks.array(src, "src", self._types["T"], False, self._at)
-        i = checks.array(idx, "idx", self._types["Idx"], False, self._at)
-        o = checks.array(out, "out", self._types["T"], True, self._at)
-        checks.disjoint(s, "src", o, "out")
-        checks.disjoint(i, "idx", o, "out")
-        return s, i, o
-
-    def _run_gather(self, src: Any, idx: Any, out: Any) -> Any:
-        s, i, o = self._gather_scatter(src, idx, out)
-        checks.same_shape(idx, "idx", out, "out")
-        if i.size:
-            self._runner.move(s, i, o, i.size, s.size)
-        return out
-
-    def _run_scatter(self, src: Any, idx: Any, out: Any) -> Any:
-        s, i, o = self._gather_scatter(src, idx, out)
-        checks.same_shape(src, "src", idx, "idx")
-        if s.size and o.size:
-            self._runner.move(s, i, o, s.size, o.size)
-        return out
+            refuse_closed()
 
 
 class AutoKernel(Kernel):
@@ -261,14 +222,15 @@ class AutoKernel(Kernel):
     or cannot run the kind/types is skipped silently. One that is available
     but fails to compile or load the kernel — or a plugin that failed to
     import — is skipped with a ``GomputeWarning`` naming the cause;
-    ``AutoKernel.strict(spec)`` raises instead.
+    ``AutoKernel.strict(spec)`` raises instead. ``contract`` as for :class:`Kernel`.
     """
 
     def __init__(self, spec: Spec, *, strict: bool = False,
-                 artifact_dir: str | None = None) -> None:
+                 artifact_dir: str | None = None, contract: bool = False) -> None:
         if not isinstance(spec, Spec):
             raise InvalidArgument(f"spec: expected a Spec (g.map, g.sum, ...), got {spec!r}")
-        spec.lower()  # kernel-language errors are the user's, whatever the backend
+        # kernel-language errors (and a bad contract) are the user's, whatever the backend
+        contracted(spec.lower(), contract, f"AutoKernel({spec.name!r})")
         self.strict_mode = strict
         tried: list[str] = []
         env = manager.env_order()
@@ -286,7 +248,7 @@ class AutoKernel(Kernel):
                 tried.append(f"{name}: {gap}")
                 continue
             try:
-                self._open(spec, name, 0, artifact_dir)
+                self._open(spec, name, 0, artifact_dir, (), contract)
             except Exception as exc:
                 self._skip_broken(spec, f"backend {name!r} is available but could not "
                                         f"compile or load {spec.name!r}: "
@@ -306,9 +268,10 @@ class AutoKernel(Kernel):
         tried.append(message)
 
     @classmethod
-    def strict(cls, spec: Spec, *, artifact_dir: str | None = None) -> AutoKernel:
+    def strict(cls, spec: Spec, *, artifact_dir: str | None = None,
+               contract: bool = False) -> AutoKernel:
         """Like ``AutoKernel(spec)``, but a backend that is available and fails raises."""
-        return cls(spec, strict=True, artifact_dir=artifact_dir)
+        return cls(spec, strict=True, artifact_dir=artifact_dir, contract=contract)
 
     def selected(self) -> str:
         """The name of the backend in use."""

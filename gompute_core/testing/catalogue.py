@@ -239,6 +239,8 @@ def _language_entries() -> list[Entry]:
         out.append(Entry(f"math_{_s(t)}", "zip", (("A", t), ("B", t), ("Out", t)),
                          k.MathSel, k.math_fns))
         out.append(Entry(f"fhelpers_{_s(t)}", "map", (("T", t),), k.Ctl, k.float_helpers))
+        out.append(Entry(f"arrtup_{_s(t)}", "map", (("T", t),), k.Ctl, k.arrays_tuples,
+                         extra_types=(np.float64,)))
     for t in (np.int32, np.int64):
         out.append(Entry(f"loops_{_s(t)}", "map", (("T", t),), k.Ctl, k.loops))
     for i in (np.int8, np.uint16, np.int32, np.uint64):

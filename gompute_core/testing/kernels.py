@@ -342,6 +342,32 @@ def float_helpers(x, p):
     return abs(m) if p.mode == Mode.KEEP else -m
 
 
+def _stats(t):
+    """Reads a caller's local array; returns three values."""
+    lo = t[0, 0]
+    hi = t[0, 0]
+    s = 0.0
+    for i in range(2):
+        for j in range(4):
+            lo = min(lo, t[i, j])
+            hi = max(hi, t[i, j])
+            s += t[i, j]
+    return lo, hi, s
+
+
+def arrays_tuples(x, p):
+    """A 2-D per-thread array filled in loops, a helper taking it and returning a tuple,
+    unpacking, a swap and a constant item index."""
+    t = g.local_array(g.f64, (2, 4))
+    for j in range(4):
+        t[0, j] = x * j
+        t[1, j] = x - j
+    t[1, -1] += 0.5
+    lo, hi, s = _stats(t)
+    lo, hi = hi, lo
+    return (hi - lo) * 0.25 + s if p.mode == Mode.KEEP else _stats(t)[2] - t[1, 3]
+
+
 class MathFn(enum.IntEnum):
     """The ``g.math`` function ``math_fns`` applies (tolerant ones after SQRT)."""
 
@@ -374,6 +400,11 @@ class MathFn(enum.IntEnum):
     ISNAN = 26
     ISINF = 27
     ISFINITE = 28
+    FMA_ERROR = 29
+    FMA_SQUARE = 30
+    ERFC = 31
+    ERFINV = 32
+    ERFCINV = 33
 
 
 @g.params
@@ -438,6 +469,16 @@ def math_fns(a, b, p):
         return g.math.log1p(a)
     if f == MathFn.ERF:
         return g.math.erf(a)
+    if f == MathFn.ERFC:
+        return g.math.erfc(a)
+    if f == MathFn.ERFINV:
+        return g.math.erfinv(a)
+    if f == MathFn.ERFCINV:
+        return g.math.erfcinv(a)
+    if f == MathFn.FMA_ERROR:  # the rounding error of a * b: a * b - a * b is 0
+        return g.math.fma(a, b, -(a * b))
+    if f == MathFn.FMA_SQUARE:
+        return g.math.fma(a, a, b)
     if f == MathFn.ISNAN:
         return 1.0 if g.math.isnan(a) else 0.0
     if f == MathFn.ISINF:

@@ -255,6 +255,14 @@ def raw_index3d(out: g.GlobalPtr[g.i64], nx: g.i64, ny: g.i64, nz: g.i64):
         out[(z * ny + y) * nx + x] = x + 1000 * y + 1000000 * z + shape * 1000000000
 
 
+@g.raw_kernel
+def raw_tally(total: g.GlobalPtr[g.i64], add: g.i64):
+    """Thread 0 adds ``add`` to ``total[0]``: a launch that ran with another launch's
+    arguments leaves two totals wrong (one short, one added twice)."""
+    if B.global_id(0) == 0:
+        total[0] += add
+
+
 def index3d_oracle(shape: tuple[int, int, int], block: tuple[int, int, int]) -> np.ndarray:
     """``raw_index3d`` over ``shape`` (nx, ny, nz) launched with ``block`` and the grid
     that covers ``shape``: the flat int64 output."""

@@ -112,7 +112,7 @@ def pytest_collect_file(file_path: Any, parent: pytest.Collector) -> pytest.Modu
 
 
 TIERS = ("kinds", "buffers", "launch", "streams", "runtime", "compile", "devices", "threads",
-         "names", "raw")
+         "names", "raw", "scan")
 """The conformance tiers, in the order ``gompute certify`` reports them."""
 
 
@@ -176,9 +176,11 @@ def pytest_collection_modifyitems(config: pytest.Config,
             it.add_marker(pytest.mark.skip(reason=reason))
         summary.append(reason)
         return
+    from gompute_core.kinds.support import supported_kinds
+
     info = rec.info
     unsupported = set(info.unsupported_types)
-    kinds = set(info.kinds)
+    kinds = set(supported_kinds(info))
     available = rec.availability.available
     declared = _capabilities(name) if available else frozenset()
     deselected: list[pytest.Item] = []
@@ -193,7 +195,7 @@ def pytest_collection_modifyitems(config: pytest.Config,
         config.hook.pytest_deselected(items=deselected)
     summary.append(
         f"gompute conformance: backend {name!r} {info.version} (api {info.api_version}); "
-        f"kinds {', '.join(info.kinds)}; unsupported types "
+        f"kinds {', '.join(supported_kinds(info))}; unsupported types "
         f"{', '.join(info.unsupported_types) or 'none'}; capabilities "
         f"{', '.join(sorted(declared or ())) or 'none'}; {len(deselected)} test(s) deselected")
     avail = rec.availability

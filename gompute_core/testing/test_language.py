@@ -123,6 +123,23 @@ def test_control_flow(e: Entry, mode: k.Mode, n_iter: int, gompute_kernels: Any)
 
 
 @pytest.mark.parametrize("mode", [k.Mode.KEEP, k.Mode.NEGATE], ids=lambda m: m.name)
+@pytest.mark.parametrize("e", cases(_lang("arrtup_")))
+def test_local_arrays_and_tuples(e: Entry, mode: k.Mode, gompute_kernels: Any) -> None:
+    """Per-thread arrays (2-D, passed to a helper) and tuples (returned, unpacked, swapped,
+    indexed), bit for bit."""
+    kern = gompute_kernels.get(e)
+    t = e.t()
+    rng = rng_for(e.key, mode.name)
+    data = np.concatenate([values(t, N, rng, lo=-1000, hi=1000),
+                           np.array([0.0, -0.0, 1.0, -2.5, 3.0], t)])
+    p = k.Ctl(n=0, limit=0, mode=mode)
+    before = data.copy()
+    kern.run(data, p)
+    check_elementwise(data, e.fn, [before], [p], t, vectorized=False,
+                      context=f"{e.name} mode={mode.name}")
+
+
+@pytest.mark.parametrize("mode", [k.Mode.KEEP, k.Mode.NEGATE], ids=lambda m: m.name)
 @pytest.mark.parametrize("e", cases(_lang("fhelpers_")))
 def test_float_helpers(e: Entry, mode: k.Mode, gompute_kernels: Any) -> None:
     """Float helpers with weak module constants, a while loop, min/max/abs."""

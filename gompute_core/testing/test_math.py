@@ -1,9 +1,10 @@
 """``g.math`` end to end over every float type.
 
-Exact functions (``floor ceil trunc fabs copysign fmod sqrt`` and the
+Exact functions (``floor ceil trunc fabs copysign fmod sqrt fma`` and the
 predicates ``isnan isinf isfinite``) are compared bit for bit (NaN to any
-NaN). Transcendental functions are compared within ``ULPS`` units in the
-last place of the kernel function run as Python (NumPy's implementation):
+NaN); ``fma`` on inputs where it differs from ``a * b + c`` rounded twice.
+Transcendental functions are compared within ``ULPS`` units in the last place
+of the kernel function run as Python (NumPy's implementation):
 libm, SVML, CUDA's and ROCm's device libraries all promise a few ulp, none
 promises correct rounding. Inputs stay in each function's domain and away
 from huge arguments where range reduction differs between libraries.
@@ -26,7 +27,10 @@ ULPS = {np.float16: 1, np.float32: 4, np.float64: 4}
 """Tolerance in ulps per type for transcendental functions."""
 
 EXACT = {k.MathFn.FLOOR, k.MathFn.CEIL, k.MathFn.TRUNC, k.MathFn.FABS, k.MathFn.COPYSIGN,
-         k.MathFn.FMOD, k.MathFn.SQRT, k.MathFn.ISNAN, k.MathFn.ISINF, k.MathFn.ISFINITE}
+         k.MathFn.FMOD, k.MathFn.SQRT, k.MathFn.ISNAN, k.MathFn.ISINF, k.MathFn.ISFINITE,
+         k.MathFn.FMA_ERROR, k.MathFn.FMA_SQUARE}
+
+FMA = {k.MathFn.FMA_ERROR, k.MathFn.FMA_SQUARE}
 
 N = 600
 
@@ -48,7 +52,8 @@ _DOMAIN: dict[k.MathFn, tuple[float, float]] = {
     k.MathFn.TAN: (-1.5, 1.5), k.MathFn.TANH: (-10, 10), k.MathFn.ASIN: (-1, 1),
     k.MathFn.ACOS: (-1, 1), k.MathFn.ATAN: (-100, 100), k.MathFn.ATAN2: (-100, 100),
     k.MathFn.SINH: (-10, 10), k.MathFn.COSH: (-10, 10), k.MathFn.HYPOT: (-1e3, 1e3),
-    k.MathFn.ERF: (-4, 4),
+    k.MathFn.ERF: (-4, 4), k.MathFn.ERFC: (-3, 3), k.MathFn.ERFINV: (-1, 1),
+    k.MathFn.ERFCINV: (0, 2),
 }
 
 
@@ -59,6 +64,10 @@ def inputs(fn: k.MathFn, t: type, rng: np.random.Generator) -> tuple[np.ndarray,
         b = values(t, N, rng, nan=True)[rng.permutation(N)]
         if fn is k.MathFn.FMOD:
             b = np.where(rng.random(N) < 0.8, values(t, N, rng, lo=-50, hi=50), b).astype(t)
+        if fn in FMA:  # mostly finite products and sums, where one rounding shows
+            moderate = rng.random(N) < 0.8
+            a = np.where(moderate, values(t, N, rng, lo=-30, hi=30), a).astype(t)
+            b = np.where(moderate, values(t, N, rng, lo=-30, hi=30), b).astype(t)
         return a, b
     lo, hi = _DOMAIN[fn]
     if t is np.float16:
@@ -92,5 +101,17 @@ def test_math(e: Entry, fn: k.MathFn, gompute_kernels: Any) -> None:
                         context=f"{context}: the Python oracle (g.math) against NumPy")
     if fn in EXACT:
         assert_bits(out, want, context=context)
+        if fn in FMA:
+            assert _twice_rounded_differs(fn, a, b, want), \
+                f"{context}: no input where fma differs from a * b + c"
     else:
         assert_ulps(out, want, ULPS[t], context=context)
+
+
+def _twice_rounded_differs(fn: k.MathFn, a: np.ndarray, b: np.ndarray, want: np.ndarray) -> bool:
+    """True when the expected fma differs from ``a * b + c`` rounded twice somewhere (the
+    inputs test one rounding)."""
+    with np.errstate(all="ignore"):
+        twice = a * b - a * b if fn is k.MathFn.FMA_ERROR else a * a + b
+    both = np.isfinite(twice) & np.isfinite(want)
+    return bool(np.any(twice[both] != want[both]))

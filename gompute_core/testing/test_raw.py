@@ -226,6 +226,33 @@ def test_wrong_argument_types_rejected(raws: dict, gompute_backend: str) -> None
 
 
 
+@g.params
+class Factor:
+    """A params record with the field ``raw_scale``'s ``factor`` is: the oracle of its
+    range check."""
+
+    factor: g.f32
+
+
+@pytest.mark.parametrize("value", [1e40, -1e40, 10**400, -(10**400)])
+def test_scalar_range_checked_like_params_fields(raws: dict, gompute_backend: str,
+                                                 value: object) -> None:
+    """A Python number an ``f32`` argument cannot hold (``1e40`` would become ``inf``;
+    ``10**400`` is past any float) is refused exactly as a params field refuses it, naming
+    the argument; the data stay as they were."""
+    raw = load(raws, K.raw_scale, gompute_backend)
+    host = np.arange(100, dtype=np.float32)
+    buf = upload(raw, host)
+    with pytest.raises(g.InvalidArgument) as field:
+        Factor(factor=value)
+    with pytest.raises(g.InvalidArgument) as argument:
+        raw.launch(2, 64, [buf, np.uint64(100), value])
+    reason = str(field.value).removeprefix("Factor.factor: ")
+    assert str(argument.value) == f"raw_scale: argument #2 ('factor'): {reason}"
+    raw.synchronize()
+    np.testing.assert_array_equal(download(buf, 100, np.float32), host)
+
+
 def test_checks_hold_after_good_launches(raws: dict, gompute_backend: str) -> None:
     """Launches that passed (NumPy scalars, then Python numbers) do not let a later wrong
     argument through: a buffer of another dtype, a freed buffer, an int past the declared

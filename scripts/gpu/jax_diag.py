@@ -1,8 +1,7 @@
 """Where JAX arrays into ``Kernel.run`` on CUDA fail (CUresult 400), step by step.
 
 Run on a GPU machine with JAX (CUDA) and CuPy:
-    python scripts/gpu/jax_diag.py            # as the code is
-    python scripts/gpu/jax_diag.py --old-enter  # with the main-thread context check off
+    python scripts/gpu/jax_diag.py
 
 Each step prints OK or the exception (type, message, the last driver error), then the
 main thread's current CUDA context: which device it belongs to and whether it is the
@@ -12,7 +11,8 @@ context current with ``cuCtxSetCurrent`` and leaves it there (its
 another device's primary context, so a module Gompute loads afterwards (the test's new
 kernel) belongs to that context, and every launch of it answers
 CUDA_ERROR_INVALID_HANDLE, even after the launcher makes our context current again.
-``--old-enter`` turns off the check ``CudaDevice.enter`` now makes, to reproduce.
+(The fix: the CUDA driver table checks the current context before every call but
+launches, and a launch refused for the context makes ours current and launches again.)
 Also printed: what JAX's ``__cuda_array_interface__`` reports (version 2: no stream),
 which context JAX's memory and its external-ready-events stream belong to, and both
 ways in (CUDA Array Interface, DLPack) and out (``jax.dlpack.from_dlpack``).
@@ -35,34 +35,19 @@ CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL = 9
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--old-enter", action="store_true",
-                    help="CudaDevice.enter without the main-thread context check")
-    args = ap.parse_args()
+    argparse.ArgumentParser(description=__doc__).parse_args()
     os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
-    from gompute_cuda import device as cuda_device
-    from gompute_cuda.driver import libcuda
+    from gompute_cuda.driver import driver
 
     import gompute_core as g
     from gompute_core.errors import last_driver_error
     from gompute_core.plugins import manager
 
-    lib = libcuda()
-    if args.old_enter:
-        def old_enter(self: Any) -> bool:
-            if cuda_device._get_ident() == self.main_thread:
-                if cuda_device.MAIN.device is not self:
-                    self._become_main()
-                return False
-            self._ctx.push()
-            return True
-
-        cuda_device.CudaDevice.enter = old_enter  # type: ignore[method-assign]
-        print("== CudaDevice.enter: OLD (no main-thread context check)")
+    lib = driver().lib
     dev = manager.open_device("cuda", 0)
     dev.synchronize()
-    ours = dev._ctx_handle
+    ours = dev.native_context.value
     count = ctypes.c_int()
     lib.cuDeviceGetCount(ctypes.byref(count))
     version = ctypes.c_int()
@@ -71,13 +56,12 @@ def main() -> None:
           f"{ours:#x}; CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES')}")
     primaries = {}
     for i in range(count.value):
-        d = cuda_device.cuda().Device(i)
         flags, active = ctypes.c_uint(), ctypes.c_int()
         lib.cuDevicePrimaryCtxGetState(i, ctypes.byref(flags), ctypes.byref(active))
         handle = ctypes.c_void_p()
         code = lib.cuDevicePrimaryCtxRetain(ctypes.byref(handle), i)
         primaries[handle.value] = i
-        print(f"  GPU {i} {d.name()}: primary context {handle.value or 0:#x} (retain "
+        print(f"  GPU {i} {driver().props(i).name}: primary context {handle.value or 0:#x} (retain "
               f"{code}), flags {flags.value:#x}, active {active.value}")
         lib.cuDevicePrimaryCtxRelease_v2(i)
 
@@ -143,8 +127,8 @@ def main() -> None:
     if ext:
         step("context of JAX's external-ready-events stream", lambda: stream_context(ext))
     step("context of Gompute's stream", lambda: stream_context(dev.stream.handle))
-    step("Gompute: reclaim_main_context() (True: it had been replaced)",
-         dev.reclaim_main_context)
+    step("Gompute: make_current() (cuCtxSetCurrent when another context is current)",
+         dev.make_current)
     print(current())
     if cai:  # put XLA's context back where it left it, for the steps that follow
         step("x.__cuda_array_interface__ again (XLA activates its context)",

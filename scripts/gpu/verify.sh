@@ -6,6 +6,8 @@
 #                                        # raw backend tests, the CUDA fuzz of the pinned seed
 #   bash scripts/gpu/verify.sh interop   # scripts/gpu/interop_check.sh, then dask_check.sh
 #   bash scripts/gpu/verify.sh hip       # the HIP backend on the HIP-on-CUDA fixture
+#   bash scripts/gpu/verify.sh elementwise  # g.elementwise tests (CUDA, CuPy), Black-Scholes
+#                                        # against CuPy's ElementwiseKernel
 #
 # Run from the repository root on the GPU machine with the project installed (pycuda,
 # CuPy); dask and distributed may come as wheels in .whl/ (installed to /tmp/site), the
@@ -13,8 +15,8 @@
 # $OUT (default ./gpu-out), named with the date; each part ends by printing its summary.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-part="${1:?usage: verify.sh raw|interop|hip}"
-case "$part" in raw|interop|hip) ;; *) echo "verify.sh: unknown part '$part'" >&2; exit 2 ;; esac
+part="${1:?usage: verify.sh raw|interop|hip|elementwise}"
+case "$part" in raw|interop|hip|elementwise) ;; *) echo "verify.sh: unknown part '$part'" >&2; exit 2 ;; esac
 out="${OUT:-gpu-out}"
 mkdir -p "$out"
 py="${PY:-python3}"
@@ -48,6 +50,17 @@ case "$part" in
     PY="$py" timeout 280 bash scripts/gpu/dask_check.sh "$out/dask-gpu-$day.log" > /dev/null \
       || status=1
     tail -30 "$out/dask-gpu-$day.log"
+    ;;
+  elementwise)
+    {
+      echo "== g.elementwise tests"
+      timeout 300 "$py" -m pytest -q -p no:cacheprovider -rfEs tests/test_elementwise.py \
+        2>&1 | tail -12
+      echo "== Black-Scholes, 2**24 options"
+      timeout 200 "$py" bench/blackscholes.py --backend cuda 2>&1 | tail -3
+    } > "$out/elementwise-$day.log" 2>&1
+    grep -qE " failed|Error" "$out/elementwise-$day.log" && status=1
+    cat "$out/elementwise-$day.log"
     ;;
   hip)
     timeout 540 bash tests/hip_on_cuda/run.sh "$out/hip" .hipcarry > /dev/null 2>&1 || status=1

@@ -31,7 +31,7 @@
   X(cuEventSynchronize) X(cuEventQuery) X(cuEventElapsedTime) X(cuEventDestroy)           \
   X(cuGraphInstantiate) X(cuGraphLaunch) X(cuGraphExecUpdate) X(cuGraphDestroy)           \
   X(cuGraphExecDestroy) X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction)      \
-  X(cuLaunchKernel) X(cuGetErrorString)
+  X(cuLaunchKernel) X(cuGetErrorString) X(cuCtxEnablePeerAccess) X(cuMemcpyPeerAsync)
 
 #define CU_DECLARE(f) static __typeof__(&f) p_##f;
 CU_FUNCS(CU_DECLARE)
@@ -126,18 +126,12 @@ static hipError_t device_count(int *count) {
   return *count > 0 ? hipSuccess : hipErrorNoDevice;
 }
 
+static hipError_t primary_of(int ordinal, CUcontext *context);
+
 static hipError_t make_current(int ordinal) {
-  int count = 0;
-  HIP_CHECK(device_count(&count));
-  if (ordinal < 0 || ordinal >= count || ordinal >= MAX_DEVICES) return hipErrorInvalidDevice;
-  CUdevice device;
-  CU_CHECK(p_cuDeviceGet(&device, ordinal));
-  pthread_mutex_lock(&primary_lock);
-  CUresult result = CUDA_SUCCESS;
-  if (primary[ordinal] == NULL) result = p_cuDevicePrimaryCtxRetain(&primary[ordinal], device);
-  pthread_mutex_unlock(&primary_lock);
-  CU_CHECK(result);
-  CU_CHECK(p_cuCtxSetCurrent(primary[ordinal]));
+  CUcontext context;
+  HIP_CHECK(primary_of(ordinal, &context));
+  CU_CHECK(p_cuCtxSetCurrent(context));
   current_device = ordinal;
   context_is_current = 1;
   return hipSuccess;
@@ -390,6 +384,40 @@ HIPF_API hipError_t hipMemsetD8Async(void *dst, unsigned char value, size_t coun
                                      CUstream stream) {
   HIP_CHECK(ready());
   CU_CHECK(p_cuMemsetD8Async(DPTR(dst), value, count, stream));
+  return hipSuccess;
+}
+
+/* The primary context of device ``ordinal``, retained on first use. */
+static hipError_t primary_of(int ordinal, CUcontext *context) {
+  int count = 0;
+  HIP_CHECK(device_count(&count));
+  if (ordinal < 0 || ordinal >= count || ordinal >= MAX_DEVICES) return hipErrorInvalidDevice;
+  CUdevice device;
+  CU_CHECK(p_cuDeviceGet(&device, ordinal));
+  pthread_mutex_lock(&primary_lock);
+  CUresult result = CUDA_SUCCESS;
+  if (primary[ordinal] == NULL) result = p_cuDevicePrimaryCtxRetain(&primary[ordinal], device);
+  *context = primary[ordinal];
+  pthread_mutex_unlock(&primary_lock);
+  CU_CHECK(result);
+  return hipSuccess;
+}
+
+HIPF_API hipError_t hipDeviceEnablePeerAccess(int peer, unsigned int flags) {
+  CUcontext context;
+  HIP_CHECK(ready());
+  HIP_CHECK(primary_of(peer, &context));
+  CU_CHECK(p_cuCtxEnablePeerAccess(context, flags));
+  return hipSuccess;
+}
+
+HIPF_API hipError_t hipMemcpyPeerAsync(void *dst, int dst_device, const void *src,
+                                       int src_device, size_t size, CUstream stream) {
+  CUcontext dst_context, src_context;
+  HIP_CHECK(ready());
+  HIP_CHECK(primary_of(dst_device, &dst_context));
+  HIP_CHECK(primary_of(src_device, &src_context));
+  CU_CHECK(p_cuMemcpyPeerAsync(DPTR(dst), dst_context, DPTR(src), src_context, size, stream));
   return hipSuccess;
 }
 

@@ -20,7 +20,6 @@ from gompute_hip import __version__
 from gompute_hip.renderer import render
 
 from gompute_core.backend import (
-    PLUGIN_API_VERSION,
     Availability,
     BackendInfo,
     Built,
@@ -33,7 +32,9 @@ from gompute_core.ir.kernel import KernelIR
 from gompute_core.plugins import manager
 
 NAME = "hip_nvrtc"
-KINDS = ("map", "map_to", "zip", "map_indexed", "reduce", "gather", "scatter", "raw")
+FEATURES = ("entries", "raw", "barriers", "shared_memory", "atomics")
+"""The kernel features this backend runs: every spec kind's entry point and raw kernels
+with their builtins (the core derives the kinds from them)."""
 
 CUDA_HEADER = (Path(__file__).resolve().parent / "hip_to_cuda.h").read_text()
 """Prepended to HIP source for NVRTC (also by the fixture's hiprtc, which embeds the same
@@ -98,8 +99,8 @@ class HipOnNvrtcPlugin:
     @hookimpl
     def gompute_backend_info(self) -> BackendInfo:
         """Every kind and type, lowest priority (never picked by ``AutoKernel`` first)."""
-        return BackendInfo(name=NAME, version=__version__, api_version=PLUGIN_API_VERSION,
-                           priority=1, kinds=KINDS,
+        return BackendInfo(name=NAME, version=__version__, api_version=2,
+                           priority=1, kinds=(), features=FEATURES,
                            description="HIP-rendered source compiled by NVRTC, run on CUDA")
 
     @hookimpl
@@ -121,7 +122,7 @@ class HipOnNvrtcPlugin:
 
 def compile_for_cuda(kernel: KernelIR, arch: str) -> Any:
     """NVRTC-compile the HIP source of ``kernel`` for ``arch`` (``"sm_90"``); no GPU needed."""
-    from gompute_core.backend import compile_kernel
+    from gompute_core.compilation import compile_kernel
 
     return compile_kernel(HipOnNvrtcCompiler(), kernel, arch)
 

@@ -3,7 +3,7 @@
 :func:`load_module` executes the rendered text it is given (never a file
 read back, never a ``.pyc``), once per process. When the cache location is
 usable (``<cache>/cpu`` private to the user: see
-:mod:`gompute_core.runtime.diskcache`) it also writes the text to
+:func:`gompute_core.backend.private_cache_dir`) it also writes the text to
 ``<cache>/cpu/k<sha256 of source>.py`` (for tracebacks and readers; the name
 is the hash of the text, so a renderer change never meets a stale entry),
 checks the numba cache files already there for that module, and gives each of
@@ -44,13 +44,13 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from gompute_core.errors import CompileFailed
-from gompute_core.runtime.diskcache import (
+from gompute_core.backend import (
     cache_root,
     private_cache_dir,
     warn_once,
     write_atomically,
 )
+from gompute_core.errors import CompileFailed
 
 from . import numba_cache, numba_passes
 
@@ -81,7 +81,7 @@ def _write_once(path: Path, source: str) -> None:
     try:
         if path.read_bytes() == data:
             return
-    except FileNotFoundError:
+    except (FileNotFoundError, IsADirectoryError):  # a directory is replaced by the file
         pass
     write_atomically(path, data)
 
@@ -223,10 +223,17 @@ def load_module(source: str, owner: object) -> ModuleType:
 def _load(source: str, path: Path) -> ModuleType:
     """Execute ``source`` as a new module (``_lock`` held)."""
     store = _disk_store(path, source)
+    if store is not None:
+        try:
+            store.sweep()
+        except OSError as exc:  # what healing cannot fix (a folder it may not change)
+            warn_once(f"unwritable\0{store.directory}",
+                      f"cannot use the compile cache {store.directory} ({exc}); compiling in "
+                      f"memory")
+            store = None
     filename = str(path) if store is not None else f"<gompute-cpu {path.stem}>"
     mod = _execute(source, f"_gompute_cpu_{path.stem}", filename)
     if store is not None:
-        store.sweep()
         numba_cache.attach(mod, store, filename)
     _modules[path.stem] = mod
     return mod

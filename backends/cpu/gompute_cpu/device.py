@@ -17,14 +17,15 @@ from typing import Any
 import numpy as np
 
 from gompute_core.backend import (
+    ArgBuffer,
     Artifact,
     Buffer,
     Device,
     ImmediateEvent,
     ImmediateStream,
+    RawArgBuffer,
     Stream,
 )
-from gompute_core.backend.args import ArgBuffer, RawArgBuffer
 from gompute_core.errors import ModuleLoadFailed
 from gompute_core.ir.kernel import KernelIR
 
@@ -74,7 +75,7 @@ class CpuDevice(Device):
     """The host CPU as a Gompute device (ordinal 0)."""
 
     backend = "cpu"
-    capabilities = frozenset({"host_memory", "streams", "events", "f64_atomics"})
+    capabilities = frozenset({"host_memory", "streams", "events", "f64_atomics", "serial_threads"})
     packs_arguments = False
     ordinal = 0
     dlpack_device_type = 1  # kDLCPU: buffers export DLPack and the array interface
@@ -114,9 +115,10 @@ class CpuDevice(Device):
         return HostParams(kernel).from_bytes
 
     def run_reduce_blocks(self, entry: CpuEntry, count: int, block_size: int) -> int:
-        """One partial below the entry's threading threshold (the serial loop), one per
-        thread above it."""
-        return 1 if count < entry.threshold else entry.threads
+        """One partial: the compiled fold cuts its input into chunks fixed by the count
+        alone and folds them (in parallel above the threading threshold) itself
+        (:mod:`.kernels`), so the result never depends on the number of threads."""
+        return 1
 
     def synchronize(self) -> None:
         """Nothing is ever pending on the CPU."""

@@ -9,7 +9,7 @@ from :mod:`.libm`), float floor division and modulo (a
 port of NumPy's ``npy_divmod``, computed in the operand type) and Python's
 ``min``/``max`` (``b if b < a else a``: the first argument wins ties and NaN
 comparisons, as the builtins do on NumPy scalars), and a fence for a select's float
-constant arms (:mod:`.fence`). Signed 64-bit ``+ - *`` go
+constant arms (:mod:`.fence`) and ``fma`` (LLVM's, :mod:`.fma`). Signed 64-bit ``+ - *`` go
 through ``uint64`` (:func:`wrapping`): numba marks them ``nsw``, so LLVM treats
 their overflow as impossible and folds, e.g., ``7 // (c * a)`` to 0.
 """
@@ -123,6 +123,8 @@ def helper_source(op: str, t: ScalarType) -> str:
         return f"from gompute_cpu.libm import pow_{short_name(t)} as {helper_name(op, t)}\n"
     elif op == "fence":  # a float LLVM cannot fold through (see .fence)
         return f"from gompute_cpu.fence import fence_{short_name(t)} as {helper_name(op, t)}\n"
+    elif op == "fma":  # one rounding (see .fma)
+        return f"from gompute_cpu.fma import fma_{short_name(t)} as {helper_name(op, t)}\n"
     elif is_float(t):
         body = {"floordiv": _float_floordiv, "mod": _float_mod}[op](T)
     elif op == "floordiv":

@@ -4,9 +4,13 @@ Every module defines the same entry points, so the program never inspects
 the source:
 
 * map kinds: ``k_serial(arrays..., n, P...)`` and ``k_parallel`` (``prange``);
-* reduce: ``k_serial(data, n, P...) -> T``, ``k_parallel(data, n, chunks, P...) -> T``
-  (per-chunk partials folded in order), ``k_blocks(data, n, partials, blocks, P...)``
-  and ``k_blocks_parallel`` (the launch ABI: one partial per contiguous block);
+* reduce: ``k_blocks(data, n, partials, blocks, P...)`` and ``k_blocks_parallel`` (the
+  launch ABI: one partial per contiguous block; ``run`` asks for one). A partial folds
+  its chunk in :func:`reduce_parts` sub-chunks fixed by the chunk's length, each left to
+  right from the identity, then the sub-chunk results left to right from the identity
+  (``k_part``; ``k_blocks_parallel`` folds every block's sub-chunks across the threads in
+  one parallel loop, into the same results): the order never depends on the thread
+  count;
 * gather/scatter: ``k_serial(src, idx, out, n, bound)`` and ``k_parallel``
   (scatter's parallel entry is its serial loop: duplicate indices stay
   deterministic, the last write wins as in the oracle).
@@ -15,7 +19,9 @@ the source:
 with ``error_model="numpy", boundscheck=False`` and no fast-math,
 except ``fastmath={"reassoc"}`` on the combine and the fold loop of a reduce
 preset (``kir.reassociate``): that lets LLVM vectorize the sum; a custom
-``combine`` is never reassociated. Outside presets the kernel's functions
+``combine`` is never reassociated; a kernel that opts in to contraction
+(``kir.contract``) adds ``"contract"`` to every function's flags, so LLVM may fuse
+``a * b + c`` where the CPU has an FMA instruction. Outside presets the kernel's functions
 and the fold loop are ``inline="always"`` (``_FN``): numba inlines them into
 the entry points instead of compiling each as a function of its own, which
 costs a compiled spec less than half the memory numba never gives back (the
@@ -37,7 +43,7 @@ from .helpers import helper_source
 from .params import is_aggregate, leaves
 from .render import FunctionRenderer, call, const, define, tname
 
-RENDERER_VERSION = 3
+RENDERER_VERSION = 4
 """Bumped whenever the rendered code changes meaning (it is part of the source, hence the cache)."""
 
 _HEADER = f"""\
@@ -48,8 +54,8 @@ import math
 import numpy as np
 from numba import njit, prange
 
-_OPT = dict(error_model="numpy", boundscheck=False)
-_REASSOC = dict(_OPT, fastmath={{{{"reassoc"}}}})
+_OPT = dict(error_model="numpy", boundscheck=False{{contract}})
+_REASSOC = dict(_OPT, fastmath={{{{{{reassoc}}}}}})
 _PAR = dict(_OPT, parallel=True)
 _FN = dict(_OPT, inline="always")
 """
@@ -87,6 +93,18 @@ def _map_loops(kir: KernelIR, P: list[str]) -> str:
 
 
 _LANES = 64
+REDUCE_CHUNK = 1 << 16
+"""Elements of a reduce's sub-chunk (fewer only in a smaller input)."""
+REDUCE_PARTS = 64
+"""Most sub-chunks one partial is cut into (larger sub-chunks past 64 * REDUCE_CHUNK)."""
+
+
+def reduce_parts(count: int) -> int:
+    """Sub-chunks a partial over ``count`` elements is folded in:
+    ``min(ceil(count / REDUCE_CHUNK), REDUCE_PARTS)``, at least 1; sub-chunk ``c`` is
+    ``[c * count // parts, (c + 1) * count // parts)``. A function of the count alone, so
+    the fold's order never depends on the number of threads."""
+    return max(1, min(-(-count // REDUCE_CHUNK), REDUCE_PARTS))
 
 
 def _lanes_help(kir: KernelIR) -> bool:
@@ -109,7 +127,7 @@ def _reduce_loops(kir: KernelIR, P: list[str]) -> str:
     fold_opts = "_REASSOC" if kir.reassociate else "_FN"
     tail = "".join(f", {q}" for q in P)
     head = "\n".join(define("k_fold", ["x", *P]))
-    chunk = call("k_fold", ["data[b * n // blocks:(b + 1) * n // blocks]", *P])
+    chunk = "data[b * n // blocks:(b + 1) * n // blocks]"
     # k_fold takes a slice and counts from 0: with a variable start, numba's negative-index
     # wraparound keeps LLVM from proving the index non-negative, and the loop stays scalar
     if _lanes_help(kir):
@@ -130,20 +148,34 @@ def _reduce_loops(kir: KernelIR, P: list[str]) -> str:
             f"@njit(**{fold_opts})\n{head}\n    acc = {ident}\n"
             f"    for i in range(x.shape[0]):\n        acc = {_call(comb, ['acc', x], P)}\n"
             f"    return acc\n\n\n")
+    parts = (f"    m = x.shape[0]\n"
+             f"    s = max(1, min((m + {REDUCE_CHUNK - 1}) // {REDUCE_CHUNK}, {REDUCE_PARTS}))\n")
+    sub = "x[c * m // s:(c + 1) * m // s]"
     return (
         fold +
-        f"@njit(**_OPT)\ndef k_serial(data, n{tail}):\n"
-        f"    return {call('k_fold', ['data[:n]', *P])}\n\n\n"
+        "@njit(**" + fold_opts + ")\n" + "\n".join(define("k_part", ["x", *P])) + "\n" + parts +
+        f"    if s == 1:\n        return {call('k_fold', ['x', *P])}\n"
+        f"    acc = {ident}\n    for c in range(s):\n"
+        f"        acc = {_call(comb, ['acc', call('k_fold', [sub, *P])], P)}\n    return acc\n\n\n"
         f"@njit(**_OPT)\ndef k_blocks(data, n, partials, blocks{tail}):\n"
-        f"    for b in range(blocks):\n        partials[b] = {chunk}\n\n\n"
+        f"    for b in range(blocks):\n        partials[b] = {call('k_part', [chunk, *P])}\n\n\n"
         f"@njit(**_PAR)\ndef k_blocks_parallel(data, n, partials, blocks{tail}):\n"
-        f"    for b in prange(blocks):\n        partials[b] = {chunk}\n\n\n"
-        f"@njit(**_PAR)\ndef k_parallel(data, n, blocks{tail}):\n"
-        f"    partials = np.empty(blocks, {tname(T)})\n"
-        f"    for b in prange(blocks):\n        partials[b] = {chunk}\n"
-        f"    acc = {ident}\n"
-        f"    for b in range(blocks):\n        acc = {_call(comb, ['acc', 'partials[b]'], P)}\n"
-        f"    return acc\n")
+        f"    first = np.empty(blocks + 1, np.int64)\n    first[0] = 0\n"
+        f"    for q in range(blocks):\n        length = (q + 1) * n // blocks - q * n // blocks\n"
+        f"        first[q + 1] = first[q] + max(1, min((length + {REDUCE_CHUNK - 1}) // "
+        f"{REDUCE_CHUNK}, {REDUCE_PARTS}))\n"
+        f"    r = np.empty(first[blocks], {tname(T)})\n"
+        f"    for t in prange(first[blocks]):\n"
+        f"        b = np.searchsorted(first, t, side='right') - 1\n"
+        f"        x = {chunk}\n        m = x.shape[0]\n        s = first[b + 1] - first[b]\n"
+        f"        c = t - first[b]\n"
+        f"        r[t] = {call('k_fold', [sub, *P])}\n"
+        f"    for q in range(blocks):\n"
+        f"        if first[q + 1] - first[q] == 1:\n            partials[q] = r[first[q]]\n"
+        f"        else:\n            acc = {ident}\n"
+        f"            for u in range(first[q], first[q + 1]):\n"
+        f"                acc = {_call(comb, ['acc', 'r[u]'], P)}\n"
+        f"            partials[q] = acc\n")
 
 
 def _in_range(idx: ScalarType) -> str:
@@ -190,6 +222,9 @@ def assemble(kir: KernelIR, helpers: set[tuple[str, ScalarType]], parts: list[st
     """The module's text: the header, the ``helpers`` the renderers asked for, ``parts``."""
     helper_defs = [helper_source(op, t) for op, t in sorted(helpers, key=lambda h: (
         h[0], np.dtype(h[1]).str))]
-    texts = [_HEADER.format(name=kir.name, kind=kir.kind, digest=kir.digest()),
+    contract = ', fastmath={"contract"}' if kir.contract else ""
+    reassoc = '"reassoc", "contract"' if kir.contract else '"reassoc"'
+    texts = [_HEADER.format(name=kir.name, kind=kir.kind, digest=kir.digest(),
+                            contract=contract, reassoc=reassoc),
              *helper_defs, *parts]
     return "\n\n".join(p.rstrip("\n") + "\n" for p in texts)

@@ -9,7 +9,7 @@ file handling (which also follow ``NUMBA_CACHE_DIR`` out of the private
 cache directory); it gives each of its functions a :class:`VerifiedFunctionCache`:
 
 * the files live in ``<cache>/cpu/__pycache__`` (private, checked by
-  :func:`gompute_core.runtime.diskcache.private_cache_dir`);
+  :func:`gompute_core.backend.private_cache_dir`);
 * every file is written by us (temporary file + ``os.replace``, mode 0600)
   and its sha256 recorded in the module's manifest ``<stem>.manifest``
   (JSON, written the same way);
@@ -48,7 +48,7 @@ from typing import Any
 from numba.core.caching import CompileResultCacheImpl, FunctionCache, IndexDataCacheFile
 from numba.core.dispatcher import Dispatcher
 
-from gompute_core.runtime.diskcache import warn_dropped, warn_once, write_atomically
+from gompute_core.backend import clear_squatter, warn_dropped, warn_once, write_atomically
 
 MANIFEST_FORMAT = 1
 _SUFFIXES = (".nbi", ".nbc")
@@ -92,7 +92,7 @@ class ModuleStore:
             if self._held:
                 yield
                 return
-            fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+            fd = self._open_lock()
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX)
                 self._held = True
@@ -103,12 +103,27 @@ class ModuleStore:
             finally:
                 os.close(fd)
 
+    def _open_lock(self) -> int:
+        """The lock file's descriptor (never through a symlink); a directory or symlink in
+        its place is removed first (:func:`clear_squatter`)."""
+        flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
+        try:
+            return os.open(self._lock_path, flags, 0o600)
+        except OSError:
+            if not clear_squatter(self._lock_path):
+                raise
+            return os.open(self._lock_path, flags, 0o600)
+
     def manifest(self) -> dict[str, str]:
         """File name -> sha256 of every file we wrote (empty if the manifest is missing or
-        unreadable: every file is then unknown)."""
+        unreadable: every file is then unknown; a directory or symlink in its place is
+        removed)."""
         try:
             data = json.loads(self.manifest_path.read_bytes())
-        except (OSError, ValueError):
+        except OSError:
+            clear_squatter(self.manifest_path)
+            return {}
+        except ValueError:
             return {}
         if not isinstance(data, dict) or data.get("format") != MANIFEST_FORMAT:
             return {}
@@ -128,6 +143,9 @@ class ModuleStore:
             try:
                 data = (self.directory / name).read_bytes()
             except FileNotFoundError:
+                return None
+            except IsADirectoryError:
+                clear_squatter(self.directory / name)
                 return None
             want = self.manifest().get(name)
             if want == _sha256(data):

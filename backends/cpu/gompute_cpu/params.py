@@ -20,9 +20,9 @@ from typing import Any
 
 import numpy as np
 
+from gompute_core.backend import ParamsCache
 from gompute_core.ir.kernel import KernelIR
 from gompute_core.ir.nodes import ArrayType, IRType, StructType
-from gompute_core.runtime.launch_params import ParamsCache
 
 
 @dataclass(frozen=True)
@@ -79,7 +79,7 @@ class HostParams:
     ``args(p)`` checks ``p`` against the kernel and caches the leaves by
     identity for plain (frozen) params objects, so the common loop
     ``for ...: k.run(data, p)`` packs once (see
-    :class:`~gompute_core.runtime.launch_params.ParamsCache`).
+    :class:`~gompute_core.backend.ParamsCache`).
     """
 
     def __init__(self, kernel: KernelIR) -> None:

@@ -7,7 +7,6 @@ import threading
 from typing import TYPE_CHECKING
 
 from gompute_core.backend import (
-    PLUGIN_API_VERSION,
     Availability,
     BackendInfo,
     Built,
@@ -23,9 +22,9 @@ if TYPE_CHECKING:  # annotations only: discovery must stay light (no NumPy)
     from gompute_core.ir.kernel import KernelIR
 
 NAME = "cpu"
-KINDS = ("map", "map_to", "zip", "map_indexed", "reduce", "gather", "scatter", "raw")
-"""The kinds this backend runs (named here, not taken from the core: a kind the core adds
-later is not claimed until this backend implements it)."""
+FEATURES = ("entries", "raw", "barriers", "shared_memory", "atomics")
+"""The kernel features this backend runs: every spec kind's entry point and raw kernels
+with their builtins (the core derives the kinds from them)."""
 
 _device_lock = threading.Lock()
 _devices: dict[int, object] = {}
@@ -88,8 +87,8 @@ class CpuCompiler(Compiler):
 def gompute_backend_info() -> BackendInfo:
     """The CPU backend: every kind, every type but f16 (numba's CPU target has no f16 math)."""
     return BackendInfo(
-        name=NAME, version=__version__, api_version=PLUGIN_API_VERSION, priority=100,
-        kinds=KINDS, unsupported_types=("f16",),
+        name=NAME, version=__version__, api_version=2, priority=100,
+        kinds=(), features=FEATURES, unsupported_types=("f16",),
         description="numba: vectorized loops, threaded (prange) above a size threshold",
     )
 

@@ -13,6 +13,7 @@ numba's on-disk cache when present.
 from __future__ import annotations
 
 import os
+import time
 from typing import Any
 
 import numba
@@ -28,6 +29,14 @@ from .compiler import load_module
 from .params import HostParams
 
 DEFAULT_PARALLEL_THRESHOLD = 1 << 17
+SLICE_THREADS = 1 << 14
+"""A raw launch of more threads than this runs in slices of blocks, the first of about
+this many threads, so that Ctrl-C (and any Python signal handler) gets to run between
+them: numba holds the interpreter while it computes, so a signal's handler waits for the
+call to return."""
+SLICE_SECONDS = 0.1
+"""What a slice aims to take: each slice after the first is sized from the time the last
+one took (doubled below half of it, halved above twice)."""
 RAW_WORK_PER_THREAD = 64
 """A raw kernel's thread counts as this many elements against the threshold: it usually
 does more than one element's work (a grid-stride loop, a tree step), and starting the
@@ -72,7 +81,6 @@ class CpuEntry:
         self.kind = kernel.kind
         self.params = HostParams(kernel)
         self.threshold = parallel_threshold()
-        self.threads = thread_count()
         self.module = module = load_module(source, owner=self)
         self.args = args
         reduce = self.kind == "reduce"
@@ -120,7 +128,9 @@ class RawEntry:
     parallel loop over the threads (``k_flat``) when the kernel's threads never meet and
     the launch is 1-D, else with blocks in parallel (``k_parallel``, one contiguous range
     of blocks per numba thread) when there are several blocks and more than one numba
-    thread. Others run serially."""
+    thread. Others run serially. A launch of more than :data:`SLICE_THREADS` threads runs
+    in slices (of threads for ``k_flat``, of blocks otherwise), so Ctrl-C interrupts it
+    between two slices."""
 
     def __init__(self, kernel: KernelIR, source: str, args: RawArgBuffer) -> None:
         self.kernel = kernel
@@ -147,7 +157,7 @@ class RawEntry:
             else:
                 arg_types.append(numba.typeof(np.dtype(t).type(0)))
         try:
-            self.module.k_serial.compile((*[nbt.int64] * 7, *arg_types))
+            self.module.k_serial.compile((*[nbt.int64] * 9, *arg_types))
         except Exception as exc:
             path = getattr(self.module, "__file__", "?")
             raise CompileFailed(f"numba could not compile raw kernel {self.kernel.name!r} "
@@ -160,11 +170,48 @@ class RawEntry:
             at = self._params_at
             values = (*values[:at], *(self.args.params or ()), *values[at:])
         blocks = grid[0] * grid[1] * grid[2]
-        if blocks * block[0] * block[1] * block[2] < self.threshold:
-            self.module.k_serial(*grid, *block, 1, *values)
-        elif self._flat is not None and grid[1] == grid[2] == block[1] == block[2] == 1:
-            self._flat(*grid, *block, *values)
-        elif blocks > 1 and (threads := thread_count()) > 1:
-            self.module.k_parallel(*grid, *block, min(blocks, threads), *values)
+        per_block = block[0] * block[1] * block[2]
+        total = blocks * per_block
+        module = self.module
+        if total <= SLICE_THREADS:
+            if total < self.threshold:
+                module.k_serial(*grid, *block, 0, blocks, 1, *values)
+            elif self._flat is not None and grid[1] == grid[2] == block[1] == block[2] == 1:
+                self._flat(*grid, *block, 0, total, *values)
+            elif blocks > 1 and (threads := thread_count()) > 1:
+                module.k_parallel(*grid, *block, 0, blocks, min(blocks, threads), *values)
+            else:
+                module.k_serial(*grid, *block, 0, blocks, 1, *values)
+            return
+        if self._flat is not None and grid[1] == grid[2] == block[1] == block[2] == 1:
+            def run(first: int, last: int) -> None:
+                self._flat(*grid, *block, first, last, *values)
+            self._sliced(run, total, SLICE_THREADS)
+            return
+        threads = thread_count() if blocks > 1 else 1
+        if threads > 1:
+            def run(first: int, last: int) -> None:
+                module.k_parallel(*grid, *block, first, last, min(last - first, threads),
+                                  *values)
         else:
-            self.module.k_serial(*grid, *block, 1, *values)
+            def run(first: int, last: int) -> None:
+                module.k_serial(*grid, *block, first, last, 1, *values)
+        self._sliced(run, blocks, max(1, SLICE_THREADS // per_block))
+
+    @staticmethod
+    def _sliced(run: Any, units: int, step: int) -> None:
+        """Run ``units`` (threads of ``k_flat`` or blocks) through ``run(first, last)`` in
+        slices, the first of ``step``, each later one sized to take about
+        ``SLICE_SECONDS``. A pending signal's handler runs between two slices: Ctrl-C raises
+        ``KeyboardInterrupt`` there, the units before it done, none after."""
+        first = 0
+        while first < units:
+            last = min(units, first + step)
+            start = time.perf_counter()
+            run(first, last)
+            took = time.perf_counter() - start
+            first = last
+            if took < SLICE_SECONDS / 2:
+                step *= 2
+            elif took > SLICE_SECONDS * 2 and step > 1:
+                step //= 2

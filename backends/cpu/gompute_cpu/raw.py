@@ -11,14 +11,15 @@ The module a raw :class:`~gompute_core.ir.kernel.KernelIR` becomes defines:
   threads whose ``_act[_t]`` flag says their loop goes on, each running up to
   ``_ROUND`` more of a thread's iterations (its carried values in ``_ls_<name>[_t]``)
   and, when its loop ends, the statements after it;
-* ``k_serial(_GX, _GY, _GZ, _BX, _BY, _BZ, _chunks, A...)`` and ``k_parallel`` (the
-  same over ``prange``): the blocks in ``_chunks`` contiguous ranges (x fastest, the
-  block's index counted up without a division per block), each range allocating the
+* ``k_serial(_GX, _GY, _GZ, _BX, _BY, _BZ, _first, _last, _chunks, A...)`` and
+  ``k_parallel`` (the same over ``prange``): the blocks ``_first`` to ``_last - 1`` (in
+  launch order, x fastest; a launch may come in slices) in ``_chunks`` contiguous ranges
+  (the block's index counted up without a division per block), each range allocating the
   block's shared arrays and per-thread slots once and reusing them for its blocks
   (shared memory starts uninitialized on every device anyway);
 * for a kernel whose threads never meet (:meth:`~.fission.Plan.flat`), also
-  ``k_flat(_GX, _GY, _GZ, _BX, _BY, _BZ, A...)``: the threads of a 1-D launch as one
-  ``prange`` loop (:meth:`RawRenderer.render_flat`).
+  ``k_flat(_GX, _GY, _GZ, _BX, _BY, _BZ, _first, _last, A...)``: the threads ``_first``
+  to ``_last - 1`` of a 1-D launch as one ``prange`` loop (:meth:`RawRenderer.render_flat`).
 
 ``A...`` are the kernel's arguments in signature order, a params record as its leaves
 (:mod:`.params`): pointers as 1-D arrays of their element type, scalars as NumPy
@@ -61,7 +62,7 @@ from .fission import (
 )
 from .kernels import assemble
 from .params import is_aggregate
-from .render import FunctionRenderer, arg_names, call, const, define, tname, var
+from .render import FunctionRenderer, arg_names, call, define, tname, var, zero
 
 _AXES = "xyz"
 _GEOMETRY_NAMES = ("_GX", "_GY", "_GZ", "_BX", "_BY", "_BZ")
@@ -389,7 +390,7 @@ class RawRenderer(FunctionRenderer):
             if not isinstance(t, ir.SharedType) and name not in self.plan.arrays:
                 if is_aggregate(t):
                     raise Unsupported(f"{self.fn.source}: a params-record local in a raw kernel")
-                self.emit(depth, f"{var(name)} = {const(0, t)}")  # type: ignore[arg-type]
+                self.emit(depth, f"{var(name)} = {zero(t)}")
 
     def _global_x(self, e: ir.Expr) -> bool:
         """True for ``global_id(0)`` or a variable rematerialized from it."""
@@ -399,8 +400,8 @@ class RawRenderer(FunctionRenderer):
 
     def _guard_bound(self, cond: ir.Expr) -> str | None:
         """For ``global_id(0) < u`` (``u`` uniform, read from neither memory nor a call),
-        also in its ``i64 < u64`` form ``g < 0 or u64(g) < u``, the number of threads
-        that pass it (``u`` clamped to the launch); else None."""
+        also in its ``i64 < u64`` form ``g < 0 or u64(g) < u``, the end of the threads of
+        the slice ``_first`` to ``_last - 1`` that pass it; else None."""
         if isinstance(cond, ir.Logical) and cond.op == "or" and isinstance(
                 cond.lhs, ir.Compare) and cond.lhs.op == "lt" and self._global_x(
                 cond.lhs.lhs) and isinstance(cond.rhs, ir.Compare) and cond.rhs.op == "lt" \
@@ -416,19 +417,21 @@ class RawRenderer(FunctionRenderer):
                                                              ir.CallFunction):
             return None
         if unsigned:
-            return f"np.int64(min(np.uint64(_GX * _BX), np.uint64({self.expr(bound)})))"
-        return f"min(_GX * _BX, max(np.int64({self.expr(bound)}), np.int64(0)))"
+            stop = f"np.int64(min(np.uint64(_last), np.uint64({self.expr(bound)})))"
+        else:
+            stop = f"min(_last, np.int64({self.expr(bound)}))"
+        return f"max(_first, {stop})"
 
     def flat_guarded(self, p: Phase) -> tuple[str, tuple[ir.Stmt, ...]]:
-        """How many threads of a flat phase do anything, and what they run: a phase that
-        is assignments that read nothing but the launch and locals, then one
+        """Where the threads of a flat phase that do anything end, and what they run: a
+        phase that is assignments that read nothing but the launch and locals, then one
         ``if global_id(0) < u`` without ``else`` (:meth:`_guard_bound`), takes only the
         threads that pass it and runs the ``if``'s body unconditionally: the others only
         assign their own locals, which nothing reads. That keeps the loop free of a
         branch around its whole body (with the branch, Black-Scholes took 1.13-1.15x
-        numba's CPU time, without it 1.01-1.02x, 2**20 options). Else all threads and
-        ``p``'s statements."""
-        whole = "_GX * _BX", p.stmts
+        numba's CPU time, without it 1.01-1.02x, 2**20 options). Else the slice's end
+        and ``p``'s statements."""
+        whole = "_last", p.stmts
         *head, last = p.stmts
         if not (isinstance(last, ir.If) and not last.orelse) or not all(
                 isinstance(s, ir.Assign) and not holds(s.value, ir.Load, ir.Atomic,
@@ -439,21 +442,22 @@ class RawRenderer(FunctionRenderer):
 
     def render_flat(self, p: Phase) -> str:
         """``k_flat``: a kernel whose threads never meet (:meth:`~.fission.Plan.flat`) as
-        one parallel loop over the threads of a 1-D launch (``_gx`` is
-        ``global_id(0)``). Its block statements run once, before the loop; each thread
-        starts its locals afresh (numba then keeps them private to the loop's
-        iterations)."""
+        one parallel loop over the threads ``_first`` to ``_last - 1`` of a 1-D launch
+        (``_gx`` is ``global_id(0)``; a launch may come in slices). Its block statements
+        run once per slice, before the loop; each thread starts its locals afresh (numba
+        then keeps them private to the loop's iterations)."""
         self.flat = True
         locals_ = [name for name, _ in [*self.fn.locals, *self.lowered]]
         thread = [name for name in locals_ if name in self.plan.thread_vars]
         self.emit(0, "@njit(**_PAR)")
-        self.emit(0, f"def k_flat({', '.join([*_GEOMETRY_NAMES, *arg_names(self.fn)])}):")
+        names = [*_GEOMETRY_NAMES, "_first", "_last", *arg_names(self.fn)]
+        self.emit(0, f"def k_flat({', '.join(names)}):")
         self.launch_shape(["_GX", "_GY", "_GZ"])
         self.scalar_locals([name for name in locals_ if name not in thread], 1)
         for item in self.plan.items[:-1]:
             self.visit(item, 1)
-        threads, stmts = self.flat_guarded(p)
-        self.emit(1, f"for _gx in prange({threads}):")
+        stop, stmts = self.flat_guarded(p)
+        self.emit(1, f"for _gx in prange(_first, {stop}):")
         self.scalar_locals(thread, 2)
         self.thread_body(p, stmts, 2)
         return "\n".join(self.lines) + "\n"
@@ -491,14 +495,15 @@ class RawRenderer(FunctionRenderer):
         for name, opts, loop in (("k_serial", "_OPT", "range"),
                                  ("k_parallel", "_PAR", "prange")):
             out.append(
-                f"@njit(**{opts})\ndef {name}({geometry}, _chunks{', ' if args else ''}{args}):\n"
-                f"    _nb = _GX * _GY * _GZ\n    _nt = _BX * _BY * _BZ\n"
+                f"@njit(**{opts})\ndef {name}({geometry}, _first, _last, _chunks"
+                f"{', ' if args else ''}{args}):\n"
+                f"    _nb = _last - _first\n    _nt = _BX * _BY * _BZ\n"
                 f"    for _c in {loop}(_chunks):\n{allocs}"
-                f"        _lo = _c * _nb // _chunks\n"
+                f"        _lo = _first + _c * _nb // _chunks\n"
                 f"        _b0 = _lo % _GX\n"
                 f"        _b1 = (_lo // _GX) % _GY\n"
                 f"        _b2 = _lo // (_GX * _GY)\n"
-                f"        for _b in range(_lo, (_c + 1) * _nb // _chunks):\n"
+                f"        for _b in range(_lo, _first + (_c + 1) * _nb // _chunks):\n"
                 f"            {block}\n"
                 f"            _b0 += 1\n"
                 f"            if _b0 == _GX:\n"
@@ -515,6 +520,11 @@ def render_raw_module(kir: KernelIR) -> str:
     construct the CPU cannot run, naming the kernel)."""
     helpers: set[tuple[str, ScalarType]] = set()
     sources = [FunctionRenderer(fn, helpers).render() for fn in kir.functions[:-1]]
+    if any(isinstance(t, ir.LocalType) for _, t in kir.functions[-1].locals):
+        raise Unsupported(f"raw kernel {kir.name!r}: the CPU backend does not yet run local "
+                          "arrays (g.local_array) declared in a raw kernel's own body (CUDA, "
+                          "HIP and OpenCL do); declare them in a helper function the kernel "
+                          "calls")
     renderer = RawRenderer(kir, helpers)
     parts = [renderer.render_block(), renderer.render_entries()]
     atomics = renderer.atomics

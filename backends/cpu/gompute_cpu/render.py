@@ -61,6 +61,14 @@ def const(value: int | float | bool, t: ScalarType) -> str:
     return f"{T}({int(value)})"
 
 
+def zero(t: ir.IRType) -> str:
+    """A zero of scalar or tuple type ``t`` (how locals start: numba wants one type per
+    variable)."""
+    if isinstance(t, ir.TupleType):
+        return "(" + ", ".join(const(0, e) for e in t.elems) + ")"
+    return const(0, t)  # type: ignore[arg-type]
+
+
 def _constant(e: ir.Expr) -> bool:
     """Whether ``e`` is computed from constants alone (LLVM folds it to one)."""
     if isinstance(e, ir.Const):
@@ -255,10 +263,21 @@ class FunctionRenderer(Visitor):
         if not is_float(t):
             raise Unsupported(f"{self.fn.source}: {f} on {np.dtype(t).name} "
                               "(math intrinsics take floats)")
+        if f == "fma":  # rounded once (LLVM's fma; the oracle's is exact too)
+            return f"{self.helper(f, t)}({', '.join(args)})"
         if entry.numpy is None:  # computed in double, then rounded, as g.math does
             doubles = ", ".join(f"np.float64({a})" for a in args)
             return f"{tname(t)}(math.{f}({doubles}))"
         return f"{tname(t)}(np.{entry.numpy}({', '.join(args)}))"
+
+    def visit_LocalLoad(self, e: ir.LocalLoad) -> str:
+        return f"{var(e.base.name)}[{', '.join(self.expr(i) for i in e.index)}]"
+
+    def visit_MakeTuple(self, e: ir.MakeTuple) -> str:
+        return f"({', '.join(self.expr(i) for i in e.items)})"
+
+    def visit_TupleItem(self, e: ir.TupleItem) -> str:
+        return f"{self.expr(e.value)}[{e.index}]"
 
     def visit_CallFunction(self, e: ir.CallFunction) -> str:
         args: list[str] = []
@@ -287,6 +306,10 @@ class FunctionRenderer(Visitor):
                 self.emit(depth, f"{name} = {value}")
         else:
             self.emit(depth, f"{self.name_of(s.name)} = {self.expr(s.value)}")
+
+    def visit_LocalStore(self, s: ir.LocalStore, depth: int) -> None:
+        index = ", ".join(self.expr(i) for i in s.index)
+        self.emit(depth, f"{var(s.base.name)}[{index}] = {self.expr(s.value)}")
 
     def visit_If(self, s: ir.If, depth: int) -> None:
         self.emit(depth, f"if {self.expr(s.cond)}:")
@@ -333,9 +356,11 @@ class FunctionRenderer(Visitor):
         self.emit(0, f"@njit(**{options})")
         self.lines.extend(define(f"f_{fn.name}", arg_names(fn)))
         for name, t in fn.locals:
-            if not is_aggregate(t):
-                self.emit(1, f"{var(name)} = {const(0, t)}")
+            if isinstance(t, ir.LocalType):  # zeroed, as the oracle's numpy.zeros
+                self.emit(1, f"{var(name)} = np.zeros({t.shape}, {tname(t.elem)})")
+            elif not is_aggregate(t):
+                self.emit(1, f"{var(name)} = {zero(t)}")
         self.block(fn.body, 1)
         if not (fn.body and isinstance(fn.body[-1], ir.Return)):
-            self.emit(1, f"return {const(0, fn.ret)}")
+            self.emit(1, f"return {zero(fn.ret)}")  # type: ignore[arg-type]
         return "\n".join(self.lines) + "\n"

@@ -10,16 +10,24 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from gompute_core.backend import Built, Compiler
+from gompute_core.backend import Built, Compiler, cache_root
 from gompute_core.errors import BackendUnavailable, CompileFailed
 from gompute_core.ir.kernel import KernelIR
-from gompute_core.runtime.diskcache import cache_root
 
 from .nvrtc import identify, load_nvrtc, parse_arch
 from .renderer import CUDARenderer
 
 DEFAULT_OPTIONS: tuple[str, ...] = ("--fmad=false", "--diag-suppress=177")
 """``--fmad=false``: no fused multiply-add, so results match the CPU bit for bit."""
+
+CONTRACT_OPTIONS: tuple[str, ...] = ("--fmad=true", "--diag-suppress=177")
+"""The options of a kernel that opts in to contraction (``KernelIR.contract``): NVRTC may
+fuse ``a * b + c`` into one ``fma``."""
+
+
+def base_options(kernel: KernelIR) -> tuple[str, ...]:
+    """The options every compilation of ``kernel`` starts with (the user's follow)."""
+    return CONTRACT_OPTIONS if kernel.contract else DEFAULT_OPTIONS
 
 _NVCC_CANDIDATES = ("nvcc", "/usr/local/cuda/bin/nvcc")
 
@@ -33,6 +41,31 @@ def find_nvcc() -> str | None:
         if path:
             return path
     return None
+
+
+NVRTC_HAZARDS: dict[tuple[int, int], str] = {
+    (13, 0): ("NVRTC 13.0's ptxas miscompiles an i8/i16 negation NVRTC narrows to neg.s16 "
+              "(the sign extension of -(-32768) is dropped) and an integer abs select it "
+              "turns into abs.s32 (taken for non-negative); the renderer avoids the patterns "
+              "it knows, but other arithmetic can still hit them. Install NVRTC 13.5 or "
+              "later: pip install -U nvidia-cuda-nvrtc (found through $GOMPUTE_NVRTC or "
+              "nvidia/*/lib)"),
+}
+"""NVRTC versions known to compile wrong code, with what to do (``gompute doctor``)."""
+
+
+def nvrtc_hazards(version: tuple[int, int]) -> tuple[str, ...]:
+    """The known hazards of NVRTC ``version`` (major, minor): none for a good one."""
+    hazard = NVRTC_HAZARDS.get(tuple(version[:2]))  # type: ignore[arg-type]
+    return (hazard,) if hazard else ()
+
+
+def compiler_hazards() -> tuple[str, ...]:
+    """The hazards of the NVRTC this process would load (none without one)."""
+    try:
+        return nvrtc_hazards(load_nvrtc().version)
+    except BackendUnavailable:
+        return ()
 
 
 def compiler_name() -> str:
@@ -64,7 +97,8 @@ def _nvcc_compile(nvcc: str, source: str, name: str, arch: int,
 
 
 class CudaCompiler(Compiler):
-    """NVRTC (or nvcc) for ``sm_XY`` targets; ``--fmad=false`` always."""
+    """NVRTC (or nvcc) for ``sm_XY`` targets; ``--fmad=false`` unless the kernel opts in to
+    contraction."""
 
     backend = "cuda"
 
@@ -92,7 +126,7 @@ class CudaCompiler(Compiler):
               options: tuple[str, ...]) -> Built:
         """A cubin for ``arch`` (PTX when the NVRTC is older than the arch)."""
         arch_n = parse_arch(arch)
-        opts = DEFAULT_OPTIONS + tuple(options)
+        opts = base_options(kernel) + tuple(options)
         try:
             nvrtc = load_nvrtc()
         except BackendUnavailable:

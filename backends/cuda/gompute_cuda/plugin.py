@@ -6,10 +6,8 @@ import threading
 from typing import TYPE_CHECKING
 
 from gompute_core.backend import (
-    PLUGIN_API_VERSION,
     Availability,
     BackendInfo,
-    DeviceInfo,
     hookimpl,
 )
 
@@ -19,47 +17,29 @@ if TYPE_CHECKING:  # annotations only: discovery must stay light (no NumPy)
     from gompute_core.backend import Compiler, Device
 
 NAME = "cuda"
-KINDS = ("map", "map_to", "zip", "map_indexed", "reduce", "gather", "scatter", "raw")
-"""The kinds this backend runs (named here: a kind the core adds later is not claimed)."""
+FEATURES = ("entries", "raw", "barriers", "shared_memory", "atomics")
+"""The kernel features this backend runs: every spec kind's entry point and raw kernels
+with their builtins (the core derives the kinds from them)."""
 _lock = threading.Lock()
 
 
 @hookimpl
 def gompute_backend_info() -> BackendInfo:
     """CUDA: priority 300 (probed first), every kind, every scalar type."""
-    return BackendInfo(name=NAME, version=__version__, api_version=PLUGIN_API_VERSION,
-                       priority=300, kinds=KINDS, example_arch="sm_90",
-                       description="NVIDIA GPUs: CUDA C++ via NVRTC, run through pycuda")
+    return BackendInfo(name=NAME, version=__version__, api_version=2,
+                       priority=300, kinds=(), features=FEATURES, example_arch="sm_90",
+                       description="NVIDIA GPUs: CUDA C++ via NVRTC, run through libcuda")
 
 
 @hookimpl
 def gompute_probe() -> Availability:
     """Devices found, or why not ("libcuda.so.1 not found (no NVIDIA driver)", ...)."""
-    from .compiler import compiler_name
-    from .driver import availability_reason, cuda
+    from gompute_core.backend.gpu import probe
 
-    try:
-        compiler = compiler_name()
-    except Exception as exc:  # a broken NVRTC must not break the probe
-        compiler = f"unusable ({exc})"
-    reason = availability_reason()
-    if reason is not None:
-        return Availability(backend=NAME, available=False, reason=reason, compiler=compiler)
-    try:
-        drv = cuda()
-        devices = []
-        for i in range(drv.Device.count()):
-            dev = drv.Device(i)
-            major, minor = dev.compute_capability()
-            devices.append(DeviceInfo(ordinal=i, name=dev.name(), arch=f"sm_{major}{minor}",
-                                      memory_bytes=dev.total_memory()))
-    except Exception as exc:  # probe never raises
-        return Availability(backend=NAME, available=False, reason=f"cuda: {exc}",
-                            compiler=compiler)
-    if not devices:
-        return Availability(backend=NAME, available=False, reason="no CUDA device",
-                            compiler=compiler)
-    return Availability(backend=NAME, available=True, devices=tuple(devices), compiler=compiler)
+    from .compiler import compiler_hazards, compiler_name
+    from .driver import driver
+
+    return probe(NAME, compiler_name, driver, "no CUDA device", compiler_hazards)
 
 
 @hookimpl

@@ -1,9 +1,10 @@
 """hiprtc compilation of rendered HIP source to an AMDGPU code object (the core caches it).
 
 ``-ffp-contract=off`` keeps every multiply and add separately rounded, as on
-the CPU and under CUDA's ``--fmad=false``. The target is validated against
-the compiler's own list first (:mod:`gompute_hip.targets`): hiprtc aborts the
-process on a target it does not know.
+the CPU and under CUDA's ``--fmad=false``; a kernel that opts in to contraction
+(``KernelIR.contract``) is compiled with ``-ffp-contract=fast`` instead. The
+target is validated against the compiler's own list first
+(:mod:`gompute_hip.targets`): hiprtc aborts the process on a target it does not know.
 """
 
 from __future__ import annotations
@@ -21,6 +22,14 @@ from .targets import comgr_version, validate_target
 
 BASE_OPTIONS: tuple[str, ...] = ("-O3", "-ffp-contract=off", "-std=c++17")
 """Options every compilation uses (the ``--offload-arch`` option is added per target)."""
+
+CONTRACT_OPTIONS: tuple[str, ...] = ("-O3", "-ffp-contract=fast", "-std=c++17")
+"""The options of a kernel that opts in to contraction: clang may fuse ``a * b + c``."""
+
+
+def base_options(kernel: KernelIR) -> tuple[str, ...]:
+    """The options every compilation of ``kernel`` starts with (the user's follow)."""
+    return CONTRACT_OPTIONS if kernel.contract else BASE_OPTIONS
 
 FORMAT = "hsaco"
 
@@ -56,16 +65,18 @@ def _log(rtc: object, prog: object) -> str:
     return buf.rstrip(b"\0").decode(errors="replace")
 
 
-def compile_source(source: str, name: str, arch: str, options: tuple[str, ...] = ()) -> bytes:
+def compile_source(source: str, name: str, arch: str, options: tuple[str, ...] = (),
+                   base: tuple[str, ...] = BASE_OPTIONS) -> bytes:
     """Compile ``source`` (file name ``name``.hip in messages) for ``arch``; return the ELF.
 
     Raises ``InvalidArgument`` for a target the compiler does not support
     (before calling hiprtc), ``CompileFailed`` with the log when hiprtc
-    rejects the source, ``BackendUnavailable`` when hiprtc is absent.
+    rejects the source, ``BackendUnavailable`` when hiprtc is absent. ``base`` are the
+    options before ``options`` (:func:`base_options`).
     """
     validate_target(arch)
     rtc = libs.hiprtc()
-    opts = [f"--offload-arch={arch}", *BASE_OPTIONS, *options]
+    opts = [f"--offload-arch={arch}", *base, *options]
     with _LOCK:
         code, prog = rtc.hiprtcCreateProgram(source.encode(), f"{name}.hip".encode(), 0, [], [])
         if int(code) != 0:
@@ -109,6 +120,7 @@ class HipCompiler(Compiler):
     def build(self, source: str, kernel: KernelIR, arch: str,
               options: tuple[str, ...]) -> Built:
         """An AMDGPU code object (``hsaco``)."""
-        image = compile_source(source, kernel.name, arch, options)
-        flags = " ".join((f"--offload-arch={arch}", *BASE_OPTIONS, *options))
+        base = base_options(kernel)
+        image = compile_source(source, kernel.name, arch, options, base)
+        flags = " ".join((f"--offload-arch={arch}", *base, *options))
         return Built(image, FORMAT, (("options", flags),), HIPRenderer().entry_symbol(kernel))

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import importlib
 import os
 import sys
 from dataclasses import dataclass
@@ -86,54 +87,31 @@ def find_library(name: str) -> Found:
     return Found(name, None, searched)
 
 
-def _hip_python_missing() -> str | None:
+def _bind(library: str, what: str, binding: str, module: str) -> ModuleType:
+    """hip-python's ``hip.<module>``, its loader (``hip.<binding>.DLL``) pointed at the
+    located ``library`` first; ``BackendUnavailable`` naming what is missing."""
     try:
-        import hip  # noqa: F401
+        loader = importlib.import_module(f"hip.{binding}")
     except ImportError as exc:
-        return f"hip-python not installed ({exc}); {INSTALL_HINT}"
-    return None
+        raise BackendUnavailable(f"hip-python not installed ({exc}); {INSTALL_HINT}") from None
+    found = find_library(library)
+    if found.path is None:
+        raise BackendUnavailable(f"{what} unavailable: {found.describe_missing()}; "
+                                 f"{INSTALL_HINT}")
+    loader.DLL = found.path.encode()
+    return importlib.import_module(f"hip.{module}")
 
 
 @functools.cache
 def hiprtc() -> ModuleType:
-    """hip-python's ``hip.hiprtc`` bound to the located hiprtc library.
-
-    Raises ``BackendUnavailable`` naming the library and the directories
-    searched when it is absent, or naming hip-python when that is missing.
-    """
-    missing = _hip_python_missing()
-    if missing:
-        raise BackendUnavailable(missing)
-    found = find_library(HIPRTC_LIB)
-    if found.path is None:
-        raise BackendUnavailable(f"hiprtc unavailable: {found.describe_missing()}; {INSTALL_HINT}")
-    from hip import chiprtc
-
-    chiprtc.DLL = found.path.encode()
-    from hip import hiprtc as module
-
-    return module
+    """hip-python's ``hip.hiprtc`` bound to the located hiprtc library."""
+    return _bind(HIPRTC_LIB, "hiprtc", "chiprtc", "hiprtc")
 
 
 @functools.cache
 def hip() -> ModuleType:
-    """hip-python's ``hip.hip`` bound to the located HIP runtime library.
-
-    Raises ``BackendUnavailable`` naming what is missing.
-    """
-    missing = _hip_python_missing()
-    if missing:
-        raise BackendUnavailable(missing)
-    found = find_library(HIP_LIB)
-    if found.path is None:
-        raise BackendUnavailable(f"HIP runtime unavailable: {found.describe_missing()}; "
-                                 f"{INSTALL_HINT}")
-    from hip import chip
-
-    chip.DLL = found.path.encode()
-    from hip import hip as module
-
-    return module
+    """hip-python's ``hip.hip`` bound to the located HIP runtime library."""
+    return _bind(HIP_LIB, "HIP runtime", "chip", "hip")
 
 
 def hip_python_version() -> str:
@@ -162,3 +140,10 @@ def require_hip_symbol(symbol: str) -> None:
             f"hip-python {hip_python_version()} calls {symbol}, which {found.path} does not "
             f"export: the HIP runtime is older than hip-python expects; install ROCm and "
             f"hip-python of the same version (pip install 'hip-python==<ROCm major.minor>.*')")
+
+
+def require_properties_symbol() -> None:
+    """Raise ``BackendUnavailable`` unless the HIP runtime exports ``hipGetDeviceProperties``
+    under the name the installed hip-python calls (``...R0600`` from hip-python 6)."""
+    major = int(hip_python_version().split(".")[0] or 0)
+    require_hip_symbol("hipGetDevicePropertiesR0600" if major >= 6 else "hipGetDeviceProperties")

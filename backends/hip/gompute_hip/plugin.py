@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from gompute_core.backend import (
-    PLUGIN_API_VERSION,
     Availability,
     BackendInfo,
     hookimpl,
@@ -17,7 +16,9 @@ if TYPE_CHECKING:  # annotations only: discovery must stay light (no NumPy)
     from gompute_core.backend import Compiler, Device
 
 NAME = "hip"
-KINDS = ("map", "map_to", "zip", "map_indexed", "reduce", "gather", "scatter", "raw")
+FEATURES = ("entries", "raw", "barriers", "shared_memory", "atomics")
+"""The kernel features this backend runs: every spec kind's entry point and raw kernels
+with their builtins (the core derives the kinds from them)."""
 """The kinds this backend runs (named here: a kind the core adds later is not claimed)."""
 
 
@@ -25,8 +26,8 @@ KINDS = ("map", "map_to", "zip", "map_indexed", "reduce", "gather", "scatter", "
 def gompute_backend_info() -> BackendInfo:
     """The HIP backend: every kind and scalar type, priority 200 (after CUDA, before the CPU)."""
     return BackendInfo(
-        name=NAME, version=__version__, api_version=PLUGIN_API_VERSION, priority=200,
-        kinds=KINDS, unsupported_types=(), example_arch="gfx90a",
+        name=NAME, version=__version__, api_version=2, priority=200,
+        kinds=(), features=FEATURES, unsupported_types=(), example_arch="gfx90a",
         description="AMD GPUs through hip-python; hiprtc compiles gfx code objects",
     )
 
@@ -34,7 +35,7 @@ def gompute_backend_info() -> BackendInfo:
 @hookimpl
 def gompute_probe() -> Availability:
     """HIP's availability: devices, or "no AMD GPU (hipInit: N)" / the missing library."""
-    from .runtime.device import probe
+    from .driver import probe
 
     return probe()
 
@@ -50,6 +51,6 @@ def gompute_compiler() -> Compiler:
 @hookimpl
 def gompute_device(ordinal: int) -> Device:
     """Open HIP device ``ordinal``."""
-    from .runtime.device import HipDevice
+    from .device import HipDevice
 
     return HipDevice(ordinal)

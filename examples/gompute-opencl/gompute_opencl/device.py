@@ -18,7 +18,15 @@ from typing import Any
 import numpy as np
 import pyopencl as cl
 
-from gompute_core.backend import ArgBuffer, Artifact, Buffer, Device, RawArgBuffer, Stream
+from gompute_core.backend import (
+    ArgBuffer,
+    Artifact,
+    Buffer,
+    Device,
+    Event,
+    RawArgBuffer,
+    Stream,
+)
 from gompute_core.errors import (
     AllocFailed,
     CopyFailed,
@@ -81,7 +89,7 @@ class OpenCLStream(Stream):
         return f"<OpenCLStream of opencl:{self.device.ordinal}>"
 
 
-class OpenCLEvent:
+class OpenCLEvent(Event):
     """A marker in a queue: ``record``, ``synchronize``, ``query``, ``elapsed_us``."""
 
     def __init__(self, device: OpenCLDevice) -> None:

@@ -11,7 +11,6 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from gompute_core.backend import (
-    PLUGIN_API_VERSION,
     Availability,
     BackendInfo,
     Built,
@@ -27,7 +26,9 @@ if TYPE_CHECKING:  # annotations only: discovery must stay light (no NumPy)
     from gompute_core.ir.kernel import KernelIR
 
 NAME = "opencl"
-KINDS = ("map", "map_to", "zip", "map_indexed", "reduce", "gather", "scatter", "raw")
+FEATURES = ("entries", "raw", "barriers", "shared_memory", "atomics")
+"""The kernel features this backend runs: every spec kind's entry point and raw kernels
+with their builtins (the core derives the kinds from them)."""
 """Every kind, named explicitly (a kind the core adds later is not claimed)."""
 
 _lock = threading.Lock()
@@ -117,8 +118,8 @@ class OpenCLCompiler(Compiler):
 @hookimpl
 def gompute_backend_info() -> BackendInfo:
     """Every kind and type (f16 through ``vload_half``/``vstore_half``)."""
-    return BackendInfo(name=NAME, version=__version__, api_version=PLUGIN_API_VERSION,
-                       priority=50, kinds=KINDS, unsupported_types=(),
+    return BackendInfo(name=NAME, version=__version__, api_version=2,
+                       priority=50, kinds=(), features=FEATURES, unsupported_types=(),
                        description="OpenCL C through pyopencl (any ICD: PoCL, vendor drivers)")
 
 

@@ -1,7 +1,7 @@
 """The entry point's argument buffer: one layout for every backend that passes arguments packed.
 
 Every generated entry point takes the leading arguments of
-:data:`~gompute_core.ir.kernel.ENTRY_ARGS` (device pointers and ``u64``
+its kind's ``entry_args`` (:class:`~gompute_core.kinds.base.Kind`; device pointers and ``u64``
 counts, 8 bytes each) and then, when the kernel has a non-empty params
 struct, the struct itself at its alignment: the C ABI's struct layout. GPU
 drivers take such a buffer whole (CUDA's ``CU_LAUNCH_PARAM_BUFFER_POINTER``,
@@ -17,7 +17,7 @@ import struct
 from dataclasses import dataclass
 from typing import Literal
 
-from ..ir.kernel import ENTRY_ARGS, KernelIR
+from ..ir.kernel import KernelIR
 
 SlotKind = Literal["pointer", "u64", "params", "scalar"]
 
@@ -79,7 +79,7 @@ def arg_layout(kernel: KernelIR) -> ArgLayout:
     """The argument layout of ``kernel``'s entry point."""
     slots: list[Slot] = []
     pos, align = 0, 8
-    for name, kind in ENTRY_ARGS[kernel.kind]:
+    for name, kind in kernel.entry_args:
         slots.append(Slot(name, kind, pos, 8))
         pos += 8
     if has_params(kernel):

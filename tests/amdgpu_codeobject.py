@@ -1,9 +1,9 @@
-"""Reading an AMDGPU code object (the ELF hiprtc produces): target, symbols, kernel metadata.
+"""Reading an AMDGPU code object (the ELF hiprtc produces): target, symbols, kernel metadata
+(a test tool: the HIP backend checks an artifact's target against the device from the
+artifact's record, not its ELF).
 
-Used to check an artifact's target against the device before loading it
-(a wrong-arch image is a ``ModuleLoadFailed`` naming both archs) and by the
-tests that prove each entry point exists with the kernarg layout the C ABI
-table of :mod:`gompute_core.ir.kernel` promises.
+Used by the tests that prove each entry point exists with the kernarg layout the C ABI
+table of :mod:`gompute_core.ir.kernel` promises, and that an image names its gfx target.
 """
 
 from __future__ import annotations

@@ -24,102 +24,22 @@ returning; a file that fails the check or does not parse is deleted with one
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import json
-import os
-import stat
-import tempfile
 import threading
-import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from ..errors import CacheUnsafe, GomputeWarning
+from ..backend.storage import (
+    cache_root,
+    private_cache_dir,
+    warn_dropped,
+    write_atomically,
+)
 from ..plugins.records import Artifact
 
-ENV_CACHE_DIR = "GOMPUTE_CACHE_DIR"
 FORMAT_VERSION = 1
-
-_warned: set[str] = set()
-_warned_lock = threading.Lock()
-
-
-def cache_root() -> Path:
-    """``$GOMPUTE_CACHE_DIR`` or ``~/.cache/gompute``."""
-    env = os.environ.get(ENV_CACHE_DIR)
-    return Path(env) if env else Path.home() / ".cache" / "gompute"
-
-
-def warn_once(key: str, message: str) -> None:
-    """Issue ``message`` as a :class:`GomputeWarning` the first time ``key`` is seen in
-    this process."""
-    with _warned_lock:
-        if key in _warned:
-            return
-        _warned.add(key)
-    warnings.warn(message, GomputeWarning, stacklevel=3)
-
-
-def warn_dropped(path: Path, reason: str) -> None:
-    """The one warning for a cache entry that failed its check and was deleted."""
-    warnings.warn(f"dropped the corrupt compile cache entry {path} ({reason}); "
-                  f"it is rebuilt", GomputeWarning, stacklevel=3)
-
-
-def check_private(path: Path) -> None:
-    """Raise :class:`CacheUnsafe` unless the directory ``path`` belongs to this user and
-    no one else can write it (``OSError`` if it is missing or not a directory)."""
-    st = os.stat(path)
-    if not stat.S_ISDIR(st.st_mode):
-        raise NotADirectoryError(errno.ENOTDIR, "not a directory", str(path))
-    uid = os.geteuid() if hasattr(os, "geteuid") else None
-    if uid is not None and st.st_uid != uid:
-        raise CacheUnsafe(
-            f"the compile cache directory {path} belongs to uid {st.st_uid}, not to you "
-            f"(uid {uid}): Gompute loads no code from it. Point {ENV_CACHE_DIR} at a "
-            f"directory of your own, or take it over: chown -R {uid} {path} && chmod 700 {path}")
-    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-        raise CacheUnsafe(
-            f"the compile cache directory {path} is writable by group or others "
-            f"(mode {stat.S_IMODE(st.st_mode):o}): whoever can write it could run code in "
-            f"your processes, so Gompute loads nothing from it. Fix: chmod 700 {path}")
-
-
-def _private_dir(path: Path) -> None:
-    """Create ``path`` with mode 0700 if it is missing, then :func:`check_private` it."""
-    try:
-        os.mkdir(path, 0o700)
-    except FileExistsError:
-        pass
-    check_private(path)
-
-
-def private_cache_dir(*parts: str) -> Path | None:
-    """``cache_root()/parts...``, each level created 0700 and checked, the last one
-    writable; None, with one :class:`GomputeWarning` per location and process, when it
-    cannot be created or written. Raises :class:`CacheUnsafe` for a level that is not
-    private."""
-    root = cache_root()
-    path = root
-    try:
-        root.parent.mkdir(parents=True, exist_ok=True)
-        _private_dir(path)
-        for part in parts:
-            path = path / part
-            _private_dir(path)
-        fd, probe = tempfile.mkstemp(dir=path, prefix=".probe-")
-        os.close(fd)
-        os.unlink(probe)
-    except OSError as exc:
-        target = root.joinpath(*parts)
-        warn_once(f"unwritable\0{target}",
-                  f"the compile cache {target} cannot be used ({exc}); compiling in memory, "
-                  f"nothing is reused by the next process. Set {ENV_CACHE_DIR} to a "
-                  f"writable directory to cache compiled kernels.")
-        return None
-    return path
 
 
 class DiskCache:
@@ -191,19 +111,6 @@ class DiskCache:
         except OSError:
             return None
         return path
-
-
-def write_atomically(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file (mode 0600) in the same folder and
-    ``os.replace``: a reader sees the old file or the whole new one, never half of it."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 MEMORY_ENTRIES = 256

@@ -1,0 +1,490 @@
+"""Checked mode: a raw kernel's IR rewritten so that every array access checks itself.
+
+:func:`instrument` turns a raw kernel's :class:`~gompute_core.ir.kernel.KernelIR` into
+another raw kernel, written in the ordinary IR nodes only (so every renderer, the CPU's,
+the C family's and any third party's, runs it with no code of its own):
+
+* the entry gains arguments after the user's: one ``u64`` extent (element count) per
+  ``GlobalPtr`` parameter, passed by the host, then the *fault record*, a small device
+  array of :data:`RECORD_WORDS` ``u64`` words (type :class:`FaultRecord`);
+* every ``Load``, ``Store`` and ``Atomic`` of a global or shared array, and every
+  ``Index`` of a params array, first checks its index against the extent (one unsigned
+  comparison: a negative index is a huge one). Out of range, a store or atomic is not
+  performed and a load reads 0; the first fault of the launch (a compare-and-swap of word
+  0 from 0) writes the access's site, the index, the extent and the thread into the
+  record, which the host reads at the next synchronization. The kernel goes on running:
+  it never touches memory outside its arrays;
+* with ``serial=True`` (a backend that runs the threads of a block one after another, the
+  CPU) each shared array also gets three shadow arrays (:class:`ShadowType`) stamping the
+  last writer and the first two readers of each element with the site, the thread and the
+  *barrier interval* (a block counter bumped after every ``barrier()``): two threads
+  writing, or one writing and another reading, one element in one interval is a data
+  race, recorded the same way. And every thread counts itself in before each
+  ``barrier()`` (a bare ``return`` stamps the returning thread and line): a barrier that
+  fewer than all the block's threads reached is recorded after it.
+
+Index expressions are evaluated twice (the check, then the access) when they are pure; an
+index that holds an atomic is first assigned to a new local where the access is evaluated
+unconditionally, and is :class:`~gompute_core.errors.Unsupported` elsewhere (inside a
+conditional expression or a loop condition). Atomics are bounds-checked but take no part
+in race tracking (two atomics never race; an atomic against a plain access is not seen).
+
+:func:`instrument` also returns the *sites* (:class:`Site`): what each access is and
+where it is written, so the host can name the kernel's array and line in the error.
+Another kind of array (a local array) is one more case of :func:`_extents`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Literal, get_args
+
+import numpy as np
+
+from ..errors import Unsupported
+from . import nodes as ir
+from .kernel import RAW, KernelIR
+
+RECORD_WORDS = 12
+"""Words of the fault record: 0 the fault's code (0: none), 1 the index (or element),
+2 the extent (or the other access's stamp), 3-5 ``block_id``, 6-8 ``local_id``, 9 the
+dimension (or the race's kind), 10-11 ``block_dim(0)``, ``block_dim(1)``."""
+BOUNDS, RACE, BARRIER = 0, 1, 2
+"""Fault kinds (``code >> 32``)."""
+RACE_KINDS = ("write after write", "write after read", "read after write")
+"""What word 9 of a race record means: this access, then the other thread's."""
+_TID_BITS, _EPOCH_BITS = 11, 32
+_MAX_SITES = (1 << 20) - 1
+
+u64, i64 = np.uint64, np.int64
+
+
+@dataclass(frozen=True)
+class FaultRecord(ir.PointerType):
+    """The type of the fault record argument (a ``GlobalPtr[u64]`` the core allocates)."""
+
+
+@dataclass(frozen=True)
+class ShadowType(ir.SharedType):
+    """The type of a shared array's race-tracking shadow (one ``i64`` stamp per element)."""
+
+
+CHECK_STATE = (FaultRecord, ShadowType)
+"""The types of checked mode's own arrays: an atomic on one leaves values uniform (its old
+value only feeds an expression that is always False)."""
+
+
+@dataclass(frozen=True)
+class Site:
+    """One checked access: ``access`` (``"read"``, ``"write"``, ``"atomic"``) of ``array``
+    (a parameter, a shared array, or a params path like ``p.taps``) at ``where``
+    (``file:line``), whose extents along each dimension are ``shape`` (None: passed at
+    launch, a pointer's element count)."""
+
+    access: Literal["read", "write", "atomic", "barrier", "return"]
+    array: str
+    where: str
+    shape: tuple[int, ...] | None
+
+
+@dataclass(frozen=True)
+class Instrumented:
+    """A checked kernel: its IR, its sites (site ``k`` has code ``k + 1``) and the pointer
+    parameters whose extents follow the user's arguments, in order."""
+
+    kernel: KernelIR
+    sites: tuple[Site, ...]
+    extents: tuple[str, ...]
+    serial: bool
+
+
+def _c(value: int, t: type = i64) -> ir.Const:
+    return ir.Const(value, t)  # type: ignore[arg-type]
+
+
+def _bin(op: ir.BinaryOp, a: ir.Expr, b: ir.Expr, t: type = i64) -> ir.Binary:
+    return ir.Binary(op, a, b, t)  # type: ignore[arg-type]
+
+
+def _cmp(op: ir.CompareOp, a: ir.Expr, b: ir.Expr) -> ir.Compare:
+    return ir.Compare(op, a, b, np.bool_)  # type: ignore[arg-type]
+
+
+def _and(a: ir.Expr, b: ir.Expr) -> ir.Logical:
+    return ir.Logical("and", a, b, np.bool_)  # type: ignore[arg-type]
+
+
+def _geo(func: ir.GeometryFunc, dim: int) -> ir.Geometry:
+    return ir.Geometry(func, dim, i64)  # type: ignore[arg-type]
+
+
+def _u(e: ir.Expr) -> ir.Expr:
+    return e if e.type is u64 else ir.Cast(e, u64)  # type: ignore[arg-type]
+
+
+def _zero(t: ir.IRType) -> ir.Const:
+    return ir.Const(False if t is np.bool_ else 0.0 if np.issubdtype(t, np.floating)  # type: ignore[arg-type]
+                    else 0, t)  # type: ignore[arg-type]
+
+
+def _path(e: ir.Expr) -> str:
+    if isinstance(e, ir.Var):
+        return e.name
+    if isinstance(e, ir.Field):
+        return f"{_path(e.base)}.{e.name}"
+    if isinstance(e, ir.Index):
+        return f"{_path(e.base)}[]"
+    return "?"
+
+
+def _extents(base: ir.Var, extent_args: dict[str, ir.Var]) -> tuple[ir.Expr, ...]:
+    """The extent of ``base`` along each dimension: a pointer's is its extent argument, an
+    array declared in the kernel (shared; a local array is one more ``shape``) its shape."""
+    t = base.type
+    if isinstance(t, ir.PointerType):
+        return (extent_args[base.name],)
+    shape = getattr(t, "shape", None)
+    if shape is None:
+        raise Unsupported(f"checked mode: no extent known for {base.name!r} of type {t!r}")
+    return tuple(_c(d, u64) for d in shape)
+
+
+class _Instrumenter:
+    def __init__(self, fn: ir.Function, serial: bool) -> None:
+        names = {n for n, _ in (*fn.args, *fn.locals)}
+        prefix = "ck_"
+        while any(n.startswith(prefix) for n in names):
+            prefix = "c" + prefix
+        self.p = prefix
+        self.fn = fn
+        self.serial = serial
+        self.sites: list[Site] = []
+        self.fault = ir.Var(f"{prefix}fault", FaultRecord(u64))
+        self.extent_args = {n: ir.Var(f"{prefix}n_{n}", u64) for n, t in fn.args
+                            if isinstance(t, ir.PointerType)}  # type: ignore[arg-type]
+        self.new_locals: list[tuple[str, ir.IRType]] = []
+        self.shared = {n: t for n, t in fn.locals if isinstance(t, ir.SharedType)}
+        self.shadows: dict[str, tuple[ir.Var, ir.Var, ir.Var]] = {}
+        self.cleared: list[tuple[ir.Var, int]] = []
+        """Checked mode's shared arrays, zeroed at the start of each block, and sizes."""
+        self.arrive = ir.Var(f"{prefix}arrive", ShadowType(i64, (3,)))  # type: ignore[arg-type]
+        """The block's arrivals at barriers entered in odd and in even barrier intervals
+        (two counters: a thread checks the barrier it passed while others may already count
+        themselves in at the next), and the stamp of the last ``return``."""
+        if serial:
+            for n, t in self.shared.items():
+                st = ShadowType(i64, (t.size,))  # type: ignore[arg-type]
+                trio = tuple(ir.Var(f"{prefix}{role}_{n}", st) for role in ("w", "r1", "r2"))
+                self.shadows[n] = trio  # type: ignore[assignment]
+                self.cleared += [(v, t.size) for v in trio]
+            if _holds(fn.body, ir.Barrier):
+                self.cleared.append((self.arrive, 3))
+            self.new_locals += [(v.name, v.type) for v, _ in self.cleared]
+        self.epoch = ir.Var(f"{prefix}epoch", i64)  # type: ignore[arg-type]
+        self.temps = 0
+
+    # -- the fault record ---------------------------------------------------------------
+    def site(self, access: Literal["read", "write", "atomic", "barrier", "return"],
+             base: ir.Expr | None, where: str,
+             shape: tuple[int, ...] | None) -> int:
+        array = "" if base is None else _path(base)
+        self.sites.append(Site(access, array, where or self.fn.source, shape))
+        if len(self.sites) > _MAX_SITES:
+            raise Unsupported(f"checked mode: kernel {self.fn.name!r} has more than "
+                              f"{_MAX_SITES} array accesses")
+        return len(self.sites)
+
+    def record(self, code: int, words: dict[int, ir.Expr]) -> ir.Expr:
+        """A bool expression that is always False and, when it wins the record (word 0 was
+        0), writes ``words`` and the thread into it."""
+        f = self.fault
+        won = _cmp("eq", ir.Atomic("cas", f, (_c(0),), _c(code, u64), _c(0, u64), u64),  # type: ignore[arg-type]
+                   _c(0, u64))
+        words = {**words, **{3 + d: _u(_geo("block_id", d)) for d in range(3)},
+                 **{6 + d: _u(_geo("local_id", d)) for d in range(3)},
+                 10: _u(_geo("block_dim", 0)), 11: _u(_geo("block_dim", 1))}
+        acc: ir.Expr | None = None
+        for k in sorted(words):
+            a = ir.Atomic("exch", f, (_c(k),), words[k], None, u64)  # type: ignore[arg-type]
+            acc = a if acc is None else _bin("bitor", acc, a, u64)
+        assert acc is not None
+        return _and(won, _cmp("eq", _bin("bitand", acc, _c(0, u64), u64), _c(1, u64)))
+
+    def bounds(self, index: tuple[ir.Expr, ...], extents: tuple[ir.Expr, ...], site: int
+               ) -> tuple[ir.Expr, ir.Expr]:
+        """(every index in range, the record of the first that is not)."""
+        ok: ir.Expr | None = None
+        fault: ir.Expr | None = None
+        for d in reversed(range(len(index))):
+            inside = _cmp("lt", _u(index[d]), extents[d])
+            rec = self.record((BOUNDS << 32) | site, {1: _u(index[d]), 2: extents[d],
+                                                     9: _c(d, u64)})
+            ok = inside if ok is None else _and(inside, ok)
+            fault = rec if fault is None else ir.Select(inside, fault, rec, np.bool_)  # type: ignore[arg-type]
+        assert ok is not None and fault is not None
+        return ok, fault
+
+    # -- race tracking ------------------------------------------------------------------
+    def thread1(self) -> ir.Expr:
+        """The thread's index in its block, plus one (0 means no thread)."""
+        lid = [_geo("local_id", d) for d in range(3)]
+        dim = [_geo("block_dim", d) for d in range(2)]
+        flat = _bin("add", _bin("mul", _bin("add", _bin("mul", lid[2], dim[1]), lid[1]),
+                                dim[0]), lid[0])
+        return _bin("add", flat, _c(1))
+
+    def stamp(self, site: int) -> ir.Expr:
+        epoch = _bin("bitand", self.epoch, _c((1 << _EPOCH_BITS) - 1))
+        head = _c(site << (_EPOCH_BITS + _TID_BITS))
+        return _bin("bitor", _bin("bitor", head, _bin("lshift", epoch, _c(_TID_BITS))),
+                    self.thread1())
+
+    def same_interval(self, stamp: ir.Expr) -> ir.Expr:
+        epoch = _bin("bitand", _bin("rshift", stamp, _c(_TID_BITS)),
+                     _c((1 << _EPOCH_BITS) - 1))
+        return _cmp("eq", epoch, _bin("bitand", self.epoch, _c((1 << _EPOCH_BITS) - 1)))
+
+    def other_thread(self, stamp: ir.Expr) -> ir.Expr:
+        """True when ``stamp`` is of this barrier interval and another thread."""
+        tid = _bin("bitand", stamp, _c((1 << _TID_BITS) - 1))
+        return _and(self.same_interval(stamp), _cmp("ne", tid, self.thread1()))
+
+    def race(self, site: int, flat: ir.Expr, other: ir.Expr, kind: int) -> ir.Expr:
+        return self.record((RACE << 32) | site, {1: _u(flat), 2: _u(other), 9: _c(kind, u64)})
+
+    def flat(self, base: ir.Var, index: tuple[ir.Expr, ...]) -> ir.Expr:
+        shape = base.type.shape  # type: ignore[union-attr]
+        flat = index[0]
+        for d in range(1, len(index)):
+            flat = _bin("add", _bin("mul", flat, _c(shape[d])), index[d])
+        return flat
+
+    def write_checks(self, base: ir.Var, index: tuple[ir.Expr, ...], site: int
+                     ) -> list[ir.Stmt]:
+        w, r1, r2 = self.shadows[base.name]
+        k = self.flat(base, index)
+        lw, l1, l2 = (ir.Load(v, (k,), i64) for v in (w, r1, r2))  # type: ignore[arg-type]
+        return [
+            ir.If(self.other_thread(lw), (ir.Evaluate(self.race(site, k, lw, 0)),), ()),
+            ir.If(self.other_thread(l1), (ir.Evaluate(self.race(site, k, l1, 1)),),
+                  (ir.If(self.same_interval(l2), (ir.Evaluate(self.race(site, k, l2, 1)),),
+                         ()),)),
+            ir.Store(w, (k,), self.stamp(site)),
+        ]
+
+    def read_hook(self, base: ir.Var, index: tuple[ir.Expr, ...], site: int) -> ir.Expr:
+        """A bool expression, always False, that checks a read against the last writer and
+        stamps the element's readers."""
+        w, r1, r2 = self.shadows[base.name]
+        k = self.flat(base, index)
+        lw, l1 = ir.Load(w, (k,), i64), ir.Load(r1, (k,), i64)  # type: ignore[arg-type]
+        stamp = self.stamp(site)
+        tid1 = _bin("bitand", l1, _c((1 << _TID_BITS) - 1))
+        update = ir.Select(self.same_interval(l1),
+                           ir.Select(_cmp("ne", tid1, self.thread1()),
+                                     ir.Atomic("exch", r2, (k,), stamp, None, i64), _c(0), i64),  # type: ignore[arg-type]
+                           ir.Atomic("exch", r1, (k,), stamp, None, i64), i64)  # type: ignore[arg-type]
+        return ir.Logical("or", _and(self.other_thread(lw), self.race(site, k, lw, 2)),  # type: ignore[arg-type]
+                          _cmp("eq", update, _c(-1)), np.bool_)
+
+    # -- expressions --------------------------------------------------------------------
+    def expr(self, e: ir.Expr, hoist: list[ir.Stmt] | None) -> ir.Expr:
+        """``e`` with its accesses checked; ``hoist`` collects assignments to run before the
+        statement (None where ``e`` is evaluated conditionally)."""
+        if isinstance(e, ir.Select):
+            return ir.Select(self.expr(e.cond, hoist), self.expr(e.if_true, None),
+                             self.expr(e.if_false, None), e.type)
+        if isinstance(e, ir.Logical):
+            return ir.Logical(e.op, self.expr(e.lhs, hoist), self.expr(e.rhs, None), e.type)
+        if isinstance(e, (ir.Load, ir.Atomic)):
+            return self.access(e, hoist)
+        if isinstance(e, ir.Index):
+            return self.index(e, hoist)
+        if isinstance(e, (ir.Const, ir.Var, ir.Geometry)):
+            return e
+        changes = {}
+        for name in e.__dataclass_fields__:
+            child = getattr(e, name)
+            if isinstance(child, tuple):
+                changes[name] = tuple(self.expr(c, hoist) for c in child)
+            elif isinstance(child, _EXPRS):
+                changes[name] = self.expr(child, hoist)
+        return replace(e, **changes)  # type: ignore[type-var]
+
+    def indices(self, index: tuple[ir.Expr, ...], hoist: list[ir.Stmt] | None, where: str
+                ) -> tuple[ir.Expr, ...]:
+        out = []
+        for i in index:
+            i = self.expr(i, hoist)
+            if _holds_atomic(i):
+                if hoist is None:
+                    raise Unsupported(
+                        f"checked mode ({where}): an index computed by an atomic inside a "
+                        "conditional expression or a loop condition cannot be checked; "
+                        "assign the atomic's result to a variable first")
+                self.temps += 1
+                name = f"{self.p}i{self.temps}"
+                self.new_locals.append((name, i.type))
+                hoist.append(ir.Assign(name, i))
+                i = ir.Var(name, i.type)
+            out.append(i)
+        return tuple(out)
+
+    def access(self, e: ir.Load | ir.Atomic, hoist: list[ir.Stmt] | None) -> ir.Expr:
+        index = self.indices(e.index, hoist, e.where)
+        shape = getattr(e.base.type, "shape", None)
+        site = self.site("read" if isinstance(e, ir.Load) else "atomic", e.base, e.where, shape)
+        ok, fault = self.bounds(index, _extents(e.base, self.extent_args), site)
+        if isinstance(e, ir.Load):
+            inner: ir.Expr = replace(e, index=index)
+            if e.base.name in self.shadows:
+                inner = ir.Select(self.read_hook(e.base, index, site), _zero(e.type), inner,
+                                  e.type)
+        else:
+            cmp = None if e.compare is None else self.expr(e.compare, hoist)
+            inner = replace(e, index=index, value=self.expr(e.value, hoist), compare=cmp)
+        return ir.Select(ok, inner, ir.Select(fault, _zero(e.type), _zero(e.type), e.type),
+                         e.type)
+
+    def index(self, e: ir.Index, hoist: list[ir.Stmt] | None) -> ir.Expr:
+        base = self.expr(e.base, hoist)
+        (i,) = self.indices((e.index,), hoist, e.where)
+        length = base.type.length  # type: ignore[union-attr]
+        site = self.site("read", base, e.where, (length,))
+        ok, fault = self.bounds((i,), (_c(length, u64),), site)
+        zero = _zero(e.type) if isinstance(e.type, type) else None
+        if zero is None:  # an array of arrays: index 0 stands in (the record is written)
+            return replace(e, base=base, index=ir.Select(_or_fault(ok, fault), i, _c(0, i.type),
+                                                         i.type))
+        return ir.Select(ok, replace(e, base=base, index=i),
+                         ir.Select(fault, zero, zero, e.type), e.type)
+
+    # -- statements ---------------------------------------------------------------------
+    def body(self, stmts: tuple[ir.Stmt, ...]) -> tuple[ir.Stmt, ...]:
+        out: list[ir.Stmt] = []
+        for s in stmts:
+            out.extend(self.stmt(s))
+        return tuple(out)
+
+    def stmt(self, s: ir.Stmt) -> list[ir.Stmt]:
+        hoist: list[ir.Stmt] = []
+        if isinstance(s, ir.Store):
+            index = self.indices(s.index, hoist, s.where)
+            value = self.expr(s.value, hoist)
+            shape = getattr(s.base.type, "shape", None)
+            site = self.site("write", s.base, s.where, shape)
+            ok, fault = self.bounds(index, _extents(s.base, self.extent_args), site)
+            done: list[ir.Stmt] = [replace(s, index=index, value=value)]
+            if s.base.name in self.shadows:
+                done = self.write_checks(s.base, index, site) + done
+            return [*hoist, ir.If(ok, tuple(done), (ir.Evaluate(fault),))]
+        if isinstance(s, ir.Assign):
+            return [*hoist, ir.Assign(s.name, self.expr(s.value, hoist))]
+        if isinstance(s, ir.Evaluate):
+            return [*hoist, ir.Evaluate(self.expr(s.value, hoist))]
+        if isinstance(s, ir.If):
+            cond = self.expr(s.cond, hoist)
+            return [*hoist, ir.If(cond, self.body(s.body), self.body(s.orelse))]
+        if isinstance(s, ir.While):
+            return [ir.While(self.expr(s.cond, None), self.body(s.body))]
+        if isinstance(s, ir.ForRange):
+            start, stop, step = (self.expr(x, hoist) for x in (s.start, s.stop, s.step))
+            return [*hoist, ir.ForRange(s.var, start, stop, step, self.body(s.body))]
+        if isinstance(s, ir.Return) and self.serial and self.cleared:
+            stamp = self.stamp(self.site("return", None, s.where, None))
+            return [ir.Store(self.arrive, (_c(2),), stamp), s]
+        if isinstance(s, ir.Barrier) and self.serial:
+            return self.barrier(s)
+        return [s]
+
+    def barrier(self, s: ir.Barrier) -> list[ir.Stmt]:
+        """Count the thread in, wait, open the next barrier interval, and check that every
+        thread of the block came (a thread that returned did not)."""
+        site = self.site("barrier", None, s.where, None)
+        threads = self.threads()
+        # entered in interval e, counted in slot e % 2; after it (interval e + 1) the slot
+        # holds the arrivals of the (e + 1) // 2 barriers entered in intervals of e's parity
+        parity = _bin("bitand", self.epoch, _c(1))
+        after = _bin("bitand", _bin("sub", self.epoch, _c(1)), _c(1))
+        arrivals = ir.Load(self.arrive, (after,), i64)  # type: ignore[arg-type]
+        earlier = _bin("mul", _bin("sub", _bin("floordiv", self.epoch, _c(2)), _c(1)), threads)
+        came = _bin("sub", arrivals, earlier)
+        last_return = ir.Load(self.arrive, (_c(2),), i64)  # type: ignore[arg-type]
+        record = self.record((BARRIER << 32) | site, {1: _u(came), 2: _u(threads),
+                                                     9: _u(last_return)})
+        return [ir.Evaluate(ir.Atomic("add", self.arrive, (parity,), _c(1), None, i64)),  # type: ignore[arg-type]
+                s, ir.Assign(self.epoch.name, _bin("add", self.epoch, _c(1))),
+                ir.If(_cmp("ne", came, threads), (ir.Evaluate(record),), ())]
+
+    def threads(self) -> ir.Expr:
+        """The block's thread count."""
+        return _bin("mul", _bin("mul", _geo("block_dim", 0), _geo("block_dim", 1)),
+                    _geo("block_dim", 2))
+
+    def prologue(self) -> list[ir.Stmt]:
+        """With ``serial``: zero checked mode's shared arrays (one block-stride pass each),
+        a barrier, and the first barrier interval."""
+        lid = _bin("sub", self.thread1(), _c(1))
+        k = ir.Var(f"{self.p}k", i64)  # type: ignore[arg-type]
+        self.new_locals.append((k.name, i64))
+        out: list[ir.Stmt] = [
+            ir.ForRange(k.name, lid, _c(size), self.threads(), (ir.Store(v, (k,), _c(0)),))
+            for v, size in self.cleared]
+        return [*out, ir.Barrier(), ir.Assign(self.epoch.name, _c(1))]
+
+
+def _or_fault(ok: ir.Expr, fault: ir.Expr) -> ir.Expr:
+    return ir.Logical("or", ok, fault, np.bool_)  # type: ignore[arg-type]
+
+
+_EXPRS: tuple[type, ...] = get_args(ir.Expr)
+
+
+def _holds(obj: object, cls: type) -> bool:
+    """True when an IR node of class ``cls`` is in ``obj`` (a node or a tuple of them)."""
+    if isinstance(obj, cls):
+        return True
+    if isinstance(obj, tuple):
+        return any(_holds(o, cls) for o in obj)
+    if hasattr(obj, "__dataclass_fields__") and not isinstance(obj, _TYPES):
+        return any(_holds(getattr(obj, f), cls) for f in obj.__dataclass_fields__)
+    return False
+
+
+_TYPES = (ir.PointerType, ir.SharedType, ir.StructType, ir.ArrayType)
+
+
+def _holds_atomic(e: ir.Expr) -> bool:
+    if isinstance(e, ir.Atomic) and not isinstance(e.base.type, CHECK_STATE):
+        return True
+    return any(_holds_atomic(c) for c in _children(e))
+
+
+def _children(e: ir.Expr) -> list[ir.Expr]:
+    out: list[ir.Expr] = []
+    for name in e.__dataclass_fields__:
+        child = getattr(e, name)
+        if isinstance(child, tuple):
+            out += [c for c in child if isinstance(c, _EXPRS)]
+        elif isinstance(child, _EXPRS):
+            out.append(child)
+    return out
+
+
+def instrument(kir: KernelIR, serial: bool = False) -> Instrumented:
+    """``kir`` (a raw kernel) with every array access checked; ``serial`` adds shared-memory
+    race and barrier tracking (only where a block's threads run one after another)."""
+    if kir.kind != RAW or not kir.functions:
+        raise Unsupported(f"checked mode instruments raw kernels written in Python; "
+                          f"{kir.name!r} is not one")
+    fn = kir.functions[-1]
+    ins = _Instrumenter(fn, serial)
+    body = ins.body(fn.body)
+    if ins.cleared:
+        body = (*ins.prologue(), *body)
+        ins.new_locals.append((ins.epoch.name, i64))  # type: ignore[arg-type]
+    args = (*fn.args, *((v.name, v.type) for v in ins.extent_args.values()),
+            (ins.fault.name, ins.fault.type))
+    entry = replace(fn, args=args, locals=(*fn.locals, *ins.new_locals), body=body)
+    checked = replace(kir, functions=(*kir.functions[:-1], entry))
+    return Instrumented(checked, tuple(ins.sites), tuple(ins.extent_args), serial)

@@ -1,0 +1,175 @@
+"""``ScanProgram``: a scan spec loaded on one device, as its three raw kernels.
+
+``launch`` (the kind's front end, :mod:`.scan`) checks the buffer and count,
+then :meth:`ScanProgram.enqueue` launches the plan of :func:`.scan.levels`:
+the chunk scans from the data up (each level's totals are the next level's
+data), then the fix-ups from the top down, all on the program's stream. The
+totals of every level live in scratch buffers the program keeps (grown on the
+first launch of a larger ``n``, freed by ``close``). ``run`` scans the caller's
+array in place: on a host-memory device and for a device array directly,
+otherwise through a device buffer (upload, scan, download).
+
+A host-memory device (capability ``host_memory``) scans the caller's array through
+``Device.borrow``.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..backend.buffer import Buffer
+from ..errors import InvalidArgument
+from ..interop import as_buffer
+from ..raw.launch import RawKernel
+from .base import Kind, kind_named
+from .foreign import DeviceArray
+from .scan import levels
+from .scan_device import NoParams, scan_kernels
+
+if TYPE_CHECKING:
+    from ..backend.device import Device, Stream
+    from ..specs import Spec
+
+_NO_PARAMS = NoParams(unused=0)
+
+
+class ScanProgram:
+    """A scan's raw kernels on one device; ``launch`` is the kind's checked front end."""
+
+    def __init__(self, device: Device, spec: Spec, per_element: bool | None = None) -> None:
+        self.device, self.spec = device, spec
+        self.kind: Kind = kind_named(spec.kind)
+        first, upper, fix, fix_each = scan_kernels(spec)
+        backend, ordinal = device.backend, device.ordinal
+        self._first = RawKernel(first, backend, ordinal)
+        self._upper = RawKernel(upper, backend, ordinal)
+        self.fix_per_element = not device.has("host_memory") if per_element is None \
+            else per_element
+        """The fix-up's shape (``per_element``; default: by the device): one thread per
+        element (a GPU: neighbouring threads touch neighbouring elements) or per chunk (a
+        host device: memory walked in order). Both compute ``combine(C_{c-1}, e_i)``."""
+        self._fix = RawKernel(fix_each if self.fix_per_element else fix, backend, ordinal)
+        self.artifact = self._first.artifact
+        self.block_size = spec.block_size
+        self.dtypes = {"T": np.dtype(spec.T)}
+        self._stream: Stream = device.stream
+        self._lock = threading.RLock()
+        """Held across a launch's plan (the scratch is shared) and a host ``run``."""
+        self._totals: list[Buffer] = []
+        self._data: Buffer | None = None
+        self._P = spec.params
+        self.launch = self.kind.launch(self)
+        """The kind's checked launch, bound to this program."""
+
+    @property
+    def stream(self) -> Stream:
+        """The stream the scan's kernels are enqueued on."""
+        return self._stream
+
+    @stream.setter
+    def stream(self, value: Stream) -> None:
+        if getattr(value, "device", None) is not self.device:
+            raise InvalidArgument(f"stream: expected a stream of {self.device!r}, got {value!r}")
+        self._stream = value
+
+    # ---- the front end's checks ------------------------------------------------------------
+    def check_params(self, p: Any) -> None:
+        """``p`` must be a ``P`` instance (None when the spec has no params)."""
+        P = self._P
+        if P is None:
+            if p is not None:
+                raise InvalidArgument(f"launch: spec {self.spec.name!r} has no params (P is "
+                                      f"None), got {type(p).__name__}")
+        elif not isinstance(p, P):
+            raise InvalidArgument(f"launch: spec {self.spec.name!r} takes a {P.__qualname__} "
+                                  f"instance, got {type(p).__name__}")
+
+    def operand(self, buf: Any, n: int) -> Buffer:
+        """``buf`` as a buffer of this device holding ``n`` elements of ``T``."""
+        if not isinstance(buf, Buffer):
+            buf = as_buffer(buf, self.device.backend)
+        if buf.device is not self.device:
+            raise InvalidArgument(f"launch: data is a buffer of {buf.device!r}; this kernel "
+                                  f"runs on {self.device!r}")
+        if buf.freed:
+            raise InvalidArgument("launch: data is a buffer used after free()")
+        size = self.dtypes["T"].itemsize
+        if n * size > buf.nbytes:
+            raise InvalidArgument(f"launch: data holds {buf.nbytes // size} elements, the "
+                                  f"launch needs {n}")
+        if getattr(buf, "dtype", None) != self.dtypes["T"]:
+            buf.dtype = self.dtypes["T"]
+        return buf
+
+    # ---- the plan ------------------------------------------------------------------------------
+    def enqueue(self, data: Buffer, n: int, p: Any) -> None:
+        """Enqueue the scan of ``data[:n]`` (checked) on the program's stream."""
+        plan = levels(n)
+        q = _NO_PARAMS if p is None else p
+        bs = self.block_size
+        with self._lock:
+            totals = self._scratch(plan)
+            s = self._stream
+            below = [data]
+            for k, (count, chunk, chunks) in enumerate(plan):
+                grid = -(-chunks // bs)
+                if k == 0:
+                    self._first.launch(grid, bs, [data, count, totals[0], chunk,
+                                                  int(self.spec.inclusive), q], stream=s)
+                else:
+                    self._upper.launch(grid, bs, [below[k], count, totals[k], chunk], stream=s)
+                below.append(totals[k])
+            for k in range(len(plan) - 2, -1, -1):
+                count, chunk, chunks = plan[k]
+                threads = count - chunk if self.fix_per_element else chunks - 1
+                self._fix.launch(-(-threads // bs), bs, [below[k], count, totals[k], chunk],
+                                 stream=s)
+
+    def _scratch(self, plan: tuple[tuple[int, int, int], ...]) -> list[Buffer]:
+        """One buffer of totals per level, grown as needed."""
+        T = self.spec.T
+        for k, (_, _, chunks) in enumerate(plan):
+            if k == len(self._totals):
+                self._totals.append(self._first.alloc(max(chunks, 64), T))
+            elif self._totals[k].nbytes < chunks * self.dtypes["T"].itemsize:
+                self._totals[k].free()
+                self._totals[k] = self._first.alloc(chunks, T)
+        return self._totals
+
+    def run(self, original: Any, data: Any, p: Any) -> None:
+        """``Kernel.run``: scan ``data`` (checked by the front end; ``original`` as the
+        caller passed it) in place, and wait for it."""
+        n = data.size
+        if type(data) is DeviceArray:
+            self.enqueue(self.operand(original, n), n, p)
+        elif self.device.has("host_memory"):  # the caller's array itself
+            self.enqueue(self.operand(self.device.borrow(data), n), n, p)
+        else:  # a host array on a device: through the program's data buffer
+            with self._lock:
+                buf = self._data
+                if buf is None or buf.nbytes < data.nbytes:
+                    if buf is not None:
+                        buf.free()
+                    buf = self._data = self._first.alloc(n, self.spec.T)
+                buf.upload(data)
+                self.enqueue(buf, n, p)
+                self._stream.synchronize()
+                buf.download(data)
+            return
+        self._stream.synchronize()
+
+    def close(self) -> None:
+        """Free the scratch buffers (``Kernel.close``)."""
+        with self._lock:
+            for buf in self._totals:
+                buf.free()
+            self._totals = []
+            if self._data is not None:
+                self._data.free()
+                self._data = None
+
+    def __repr__(self) -> str:
+        return f"<ScanProgram {self.spec.name!r} on {self.device!r}>"

@@ -1,0 +1,243 @@
+"""The scan kind: every preset over every numeric type, a custom non-commutative
+combine, ``pre`` with params, inclusive and exclusive, sizes around chunk and level
+boundaries, through ``run`` and through ``launch`` on a device buffer.
+
+The oracle is the fold in order as plain Python on NumPy scalars
+(:func:`gompute_core.kinds.scan.reference`: the documented order of operations,
+which for integers and exact combines is the plain left fold; for integer
+presets NumPy's ``cumsum``/``cumprod``/``maximum.accumulate`` check it again).
+Results are compared bit for bit (value for ``cummax``/``cummin``, where a device
+may return either zero of a ``-0.0``/``0.0`` tie).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+import gompute_core as g
+
+from ..kinds.scan import CHUNK_MIN, reference
+from ..types import FLOAT_TYPES, INT_TYPES, short_name, u64
+from ._support import mark, rng_for
+
+TIER = "scan"
+NUMERIC = INT_TYPES + FLOAT_TYPES
+PRESETS = ("cumsum", "cumprod", "cummax", "cummin")
+C = CHUNK_MIN
+SIZES = (0, 1, C - 1, C, C + 1, C * C - 1, C * C, C * C + 1, C ** 3 + 5, 3 * 256 + 7)
+"""Around a chunk (32 elements up to 2**21), two levels (32*32) and three (32**3)."""
+BIG = 2 ** 21 + 3
+"""Chunks of 33: no power of two anywhere (fewer cases: the oracle is Python)."""
+
+
+def _spec(preset: str, t: type, inclusive: bool) -> g.Spec:
+    name = f"conf_scan_{preset}_{short_name(t)}_{'inc' if inclusive else 'exc'}"
+    return getattr(g, preset)(name, t, inclusive=inclusive)
+
+
+SPECS = {(p, t, inc): _spec(p, t, inc) for p in PRESETS for t in NUMERIC
+         for inc in (True, False)}
+
+
+def affine_compose(f: Any, h: Any) -> Any:
+    """Apply ``f`` then ``h`` to ``x`` (``(a, b)``: ``x -> a*x + b`` mod 2**32, packed
+    ``a << 32 | b`` in a u64): associative, not commutative."""
+    a1 = f >> 32
+    b1 = f & 0xFFFFFFFF
+    a2 = h >> 32
+    b2 = h & 0xFFFFFFFF
+    a = (a2 * a1) & 0xFFFFFFFF
+    b = (a2 * b1 + b2) & 0xFFFFFFFF
+    return (a << 32) | b
+
+
+AFFINE = {inc: g.scan(f"conf_scan_affine_{'inc' if inc else 'exc'}", u64, None,
+                      affine_compose, 1 << 32, inclusive=inc) for inc in (True, False)}
+
+
+@g.params
+class Shift:
+    """``pre``'s params."""
+
+    by: g.i32
+
+
+def shifted(x: Any, p: Any) -> Any:
+    return x - p.by
+
+
+PRE = g.cumsum("conf_scan_pre_i32", g.i32, Shift, shifted)
+
+
+def data_for(t: type, n: int, preset: str, key: str) -> np.ndarray:
+    """Inputs whose scan stays finite for floats (-0.0 first: the sign survives)."""
+    rng = rng_for(key, n)
+    if t in INT_TYPES:
+        info = np.iinfo(t)
+        out = rng.integers(info.min, info.max, n, endpoint=True, dtype=t)
+        if preset == "cumprod":
+            out |= t(1)  # odd factors: the product never collapses to 0
+        return out
+    lo, hi = (0.9, 1.1) if preset == "cumprod" else (-2.0, 2.0)
+    out = rng.uniform(lo, hi, n).astype(t)
+    if n:
+        out[0] = -0.0
+    return out
+
+
+def plain_fold(spec: g.Spec, x: np.ndarray) -> np.ndarray:
+    """The plain left fold (Python on NumPy scalars), inclusive or exclusive."""
+    T, out, acc = spec.T, np.empty_like(x), spec.T(spec.identity)
+    with np.errstate(all="ignore"):
+        for i, v in enumerate(x):
+            if spec.inclusive:
+                acc = v if i == 0 else T(spec.combine(acc, v))
+                out[i] = acc
+            else:
+                out[i] = acc
+                acc = T(spec.combine(acc, v))
+    return out
+
+
+def check(spec: g.Spec, got: np.ndarray, want: np.ndarray, context: str) -> None:
+    if spec.preset in ("cummax", "cummin"):
+        bad = np.flatnonzero(got != want)
+    else:
+        bad = np.flatnonzero(got.view(f"u{got.itemsize}") != want.view(f"u{want.itemsize}"))
+    if bad.size:
+        i = int(bad[0])
+        raise AssertionError(f"{context}: {bad.size} element(s) differ, first at {i}: got "
+                             f"{got[i]!r}, want {want[i]!r}")
+
+
+def _cases() -> list[Any]:
+    return [pytest.param(key, id=f"{key[0]}_{short_name(key[1])}_"
+                         f"{'inc' if key[2] else 'exc'}",
+                         marks=mark("scan", (key[1],))) for key in SPECS]
+
+
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("key", _cases())
+def test_presets(key: tuple[str, type, bool], n: int, gompute_kernels: Any) -> None:
+    """``run`` of every preset, type and mode equals the documented order."""
+    spec = SPECS[key]
+    x = data_for(spec.T, n, key[0], spec.name)
+    got = x.copy()
+    assert gompute_kernels.get(spec).run(got) is got
+    check(spec, got, reference(spec, x), f"{spec.name} n={n}")
+
+
+@pytest.mark.parametrize("key", [pytest.param(k, marks=mark("scan", (k[1],)),
+                                              id=f"{k[0]}_{short_name(k[1])}")
+                                 for k in SPECS if k[1] in INT_TYPES and k[2]])
+def test_integer_presets_equal_numpy(key: tuple[str, type, bool], gompute_kernels: Any
+                                     ) -> None:
+    """Integers wrap, so any order is the plain fold: NumPy's own scans agree."""
+    spec = SPECS[key]
+    n = C ** 3 + 5
+    x = data_for(spec.T, n, key[0], spec.name)
+    got = x.copy()
+    gompute_kernels.get(spec).run(got)
+    numpy_scan = {"cumsum": lambda a: np.cumsum(a, dtype=spec.T),
+                  "cumprod": lambda a: np.cumprod(a, dtype=spec.T),
+                  "cummax": np.maximum.accumulate, "cummin": np.minimum.accumulate}
+    check(spec, got, numpy_scan[key[0]](x), f"{spec.name} n={n}")
+
+
+@pytest.mark.parametrize("inclusive", [True, False], ids=["inc", "exc"])
+@pytest.mark.parametrize("n", (*SIZES, BIG))
+@mark("scan", (u64,))
+def test_non_commutative_combine(inclusive: bool, n: int, gompute_kernels: Any) -> None:
+    """Affine maps composed in order: any reordering of operands shows."""
+    spec = AFFINE[inclusive]
+    rng = rng_for(spec.name, n)
+    x = rng.integers(0, 2 ** 64, n, dtype=np.uint64, endpoint=False)
+    got = x.copy()
+    gompute_kernels.get(spec).run(got)
+    check(spec, got, plain_fold(spec, x), f"{spec.name} n={n}")
+
+
+@pytest.mark.parametrize("n", (C * C + 1, BIG))
+@mark("scan", (np.float32,))
+def test_float_order_at_scale(n: int, gompute_kernels: Any) -> None:
+    """f32 cumsum over chunks of 33 and three levels: the documented order, bit for bit."""
+    spec = SPECS[("cumsum", np.float32, True)]
+    x = data_for(np.float32, n, "cumsum", f"big{n}")
+    got = x.copy()
+    gompute_kernels.get(spec).run(got)
+    check(spec, got, reference(spec, x), f"{spec.name} n={n}")
+
+
+@mark("scan", (np.int32,))
+def test_pre_with_params(gompute_kernels: Any) -> None:
+    x = np.arange(C * C + 3, dtype=np.int32)
+    got = x.copy()
+    gompute_kernels.get(PRE).run(got, Shift(by=5))
+    check(PRE, got, np.cumsum(x - 5, dtype=np.int32), "pre")
+    with pytest.raises(g.errors.InvalidArgument, match="takes a Shift"):
+        gompute_kernels.get(PRE).run(got)
+
+
+@pytest.mark.parametrize("n", (1, C + 1, C ** 3 + 5))
+@mark("scan", (np.int64,))
+def test_launch_on_a_device_buffer(n: int, gompute_kernels: Any) -> None:
+    """``launch(data, n, p)`` scans a device buffer in place; a second launch scans the
+    result again (the scratch is reused); the tail past ``n`` is untouched."""
+    spec = SPECS[("cumsum", np.int64, True)]
+    k = gompute_kernels.get(spec)
+    x = data_for(np.int64, n + 3, "cumsum", f"launch{n}")
+    buf = k.alloc(n + 3)
+    buf.upload(x)
+    k.launch(buf, n)
+    k.launch(buf, n)
+    k.context.synchronize()
+    got = np.empty_like(x)
+    buf.download(got)
+    buf.free()
+    want = x.copy()
+    want[:n] = np.cumsum(np.cumsum(x[:n], dtype=np.int64), dtype=np.int64)
+    check(spec, got, want, f"launch n={n}")
+
+
+@mark("scan", (np.float32,))
+def test_bad_launches_are_refused(gompute_kernels: Any) -> None:
+    spec = SPECS[("cumsum", np.float32, True)]
+    k = gompute_kernels.get(spec)
+    buf = k.alloc(10)
+    with pytest.raises(g.errors.InvalidArgument, match="holds 10 elements, the launch needs 11"):
+        k.launch(buf, 11)
+    with pytest.raises(g.errors.InvalidArgument, match="n: expected a non-negative int"):
+        k.launch(buf, -1)
+    with pytest.raises(g.errors.InvalidArgument, match="has no params"):
+        k.launch(buf, 10, Shift(by=1))
+    buf.free()
+    with pytest.raises(g.errors.InvalidArgument, match="used after free"):
+        k.launch(buf, 10)
+    with pytest.raises(g.errors.InvalidArgument, match="dtype"):
+        k.run(np.zeros(4, np.float64))
+
+
+@pytest.mark.parametrize("n", (C + 1, C ** 3 + 5))
+@mark("scan", (np.float32,))
+def test_both_fix_up_shapes_agree(n: int, gompute_kernels: Any) -> None:
+    """The per-element fix-up (what GPUs run) and the per-chunk one (host devices) give
+    the documented order, whichever this device runs by default."""
+    from ..kinds.scan_program import ScanProgram
+
+    spec = SPECS[("cumsum", np.float32, False)]
+    device = gompute_kernels.get(spec).context
+    x = data_for(np.float32, n, "cumsum", f"fix{n}")
+    for per_element in (True, False):
+        program = ScanProgram(device, spec, per_element=per_element)
+        buf = program._first.alloc(n, spec.T)
+        buf.upload(x)
+        program.launch(buf, n)
+        device.synchronize()
+        got = np.empty_like(x)
+        buf.download(got)
+        buf.free()
+        program.close()
+        check(spec, got, reference(spec, x), f"per_element={per_element} n={n}")
