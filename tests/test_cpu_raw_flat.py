@@ -145,3 +145,20 @@ def test_flat_guard_bounds_the_loop(mode: str, n: int) -> None:
         extra = np.arange(200) * (2 if kernel is cpu_guard_u64 else 1)
         want[live] = data[live] * 0.5 + extra[live]
         np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("n", [10_000, 20_000, 30_000])
+def test_flat_guard_across_launch_slices(n: int) -> None:
+    """A launch of more threads than one slice (the CPU runs 2**14 threads first, then
+    more): each slice takes the threads of its own that pass the guard."""
+    threads = 200 * 128
+    data = np.random.default_rng(n).standard_normal(threads)
+    for kernel, stop in ((cpu_guard_u64, n), (cpu_guard_i64, n - 1)):
+        got = data.copy()
+        grid, block = (200, 128) if kernel is cpu_guard_u64 else (800, 32)  # 32 declared
+        g.RawKernel(kernel, "cpu").launch(grid, block, [got, n, 0.5])
+        want = data.copy()
+        live = np.arange(threads) < min(stop, threads)
+        extra = np.arange(threads) * (2 if kernel is cpu_guard_u64 else 1)
+        want[live] = data[live] * 0.5 + extra[live]
+        np.testing.assert_array_equal(got, want)
