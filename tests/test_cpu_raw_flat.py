@@ -49,6 +49,22 @@ cpu_flat_declared = flat_kernel(64, "cpu_flat_declared")
 cpu_flat_any = flat_kernel(None, "cpu_flat_any")
 
 
+@g.raw_kernel
+def cpu_guard_u64(data: g.GlobalPtr[g.f64], n: g.u64, scale: g.f64):
+    """The usual guard, ``i64 < u64``: a flat loop over the threads that pass it."""
+    i = B.global_id(0)
+    k = i * 2
+    if i < n:
+        data[i] = data[i] * scale + k
+
+
+@g.raw_kernel(block=32)
+def cpu_guard_i64(data: g.GlobalPtr[g.f64], n: g.i64, scale: g.f64):
+    i = B.global_id(0)
+    if i < n - 1:
+        data[i] = data[i] * scale + i
+
+
 def _oracle(data: np.ndarray, n: int, lim: int, grid: tuple[int, int, int],
             block: tuple[int, int, int]) -> tuple[np.ndarray, np.ndarray]:
     """Every thread of the launch run in Python."""
@@ -115,3 +131,34 @@ def test_flat_kernel_on_a_3d_launch_runs_by_blocks(mode: str) -> None:
     want_out, want_hits = _oracle(data, n, 150, grid, block)
     np.testing.assert_array_equal(out, want_out)
     np.testing.assert_array_equal(hits, want_hits)
+
+
+@pytest.mark.parametrize("n", [0, 1, 100, 128, 129, 5000])
+def test_flat_guard_bounds_the_loop(mode: str, n: int) -> None:
+    """Threads past the guard do nothing, whatever ``n`` against the launch (4 x 32)."""
+    data = np.random.default_rng(n).standard_normal(200)
+    for kernel, stop in ((cpu_guard_u64, n), (cpu_guard_i64, n - 1)):
+        got = data.copy()
+        g.RawKernel(kernel, "cpu").launch(4, 32, [got, n, 0.5])
+        want = data.copy()
+        live = np.arange(200) < min(max(stop, 0), 128)
+        extra = np.arange(200) * (2 if kernel is cpu_guard_u64 else 1)
+        want[live] = data[live] * 0.5 + extra[live]
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("n", [10_000, 20_000, 30_000])
+def test_flat_guard_across_launch_slices(n: int) -> None:
+    """A launch of more threads than one slice (the CPU runs 2**14 threads first, then
+    more): each slice takes the threads of its own that pass the guard."""
+    threads = 200 * 128
+    data = np.random.default_rng(n).standard_normal(threads)
+    for kernel, stop in ((cpu_guard_u64, n), (cpu_guard_i64, n - 1)):
+        got = data.copy()
+        grid, block = (200, 128) if kernel is cpu_guard_u64 else (800, 32)  # 32 declared
+        g.RawKernel(kernel, "cpu").launch(grid, block, [got, n, 0.5])
+        want = data.copy()
+        live = np.arange(threads) < min(stop, threads)
+        extra = np.arange(threads) * (2 if kernel is cpu_guard_u64 else 1)
+        want[live] = data[live] * 0.5 + extra[live]
+        np.testing.assert_array_equal(got, want)
