@@ -132,8 +132,11 @@ def test_reduce_takes_the_callers_block_count_and_checks_partials() -> None:
 
 def test_gather_packs_bound_and_rejects_foreign_buffers() -> None:
     prog, hip, _, dev = _program("gather_i32_u64")
-    prog.launch(Buf(dev, 40, 0x10), Buf(dev, 80, 0x20), Buf(dev, 40, 0x30), 10, 10)
-    assert hip.launches[-1]["kernargs"][:40] == struct.pack("<5Q", 0x10, 0x20, 0x30, 10, 10)
+    # disjoint spans (40, 80, 40 bytes): overlapping ones are refused as run refuses them
+    prog.launch(Buf(dev, 40, 0x100), Buf(dev, 80, 0x200), Buf(dev, 40, 0x300), 10, 10)
+    assert hip.launches[-1]["kernargs"][:40] == struct.pack("<5Q", 0x100, 0x200, 0x300, 10, 10)
+    with pytest.raises(g.InvalidArgument, match="out: overlaps src"):
+        prog.launch(Buf(dev, 40, 0x100), Buf(dev, 80, 0x200), Buf(dev, 40, 0x120), 10, 10)
     with pytest.raises(TypeError):
         prog.launch(Buf(dev, 40, 0x10), Buf(dev, 80, 0x20), 10, 10)
     with pytest.raises(g.InvalidArgument, match="must be a hip buffer"):
