@@ -186,8 +186,11 @@ def test_reduce_takes_the_callers_block_count_and_checks_partials() -> None:
 
 def test_gather_packs_bound_and_rejects_foreign_buffers() -> None:
     prog, hip, _, dev = _program("gather_i32_u64")
+    # disjoint spans (40, 80, 40 bytes): overlapping ones are refused as run refuses them
     prog.launch(Buf(dev, 40, 0x1000), Buf(dev, 80, 0x2000), Buf(dev, 40, 0x3000), 10, 10)
     assert hip.launches[-1]["kernargs"][:40] == struct.pack("<5Q", 0x1000, 0x2000, 0x3000, 10, 10)
+    with pytest.raises(g.InvalidArgument, match="out: overlaps src"):
+        prog.launch(Buf(dev, 40, 0x1000), Buf(dev, 80, 0x2000), Buf(dev, 40, 0x1020), 10, 10)
     with pytest.raises(TypeError):
         prog.launch(Buf(dev, 40, 0x1000), Buf(dev, 80, 0x2000), 10, 10)
     # HIP takes foreign arrays (DLPack): anything else is named with what it could be
