@@ -40,8 +40,9 @@ def floor_tiny(data: g.GlobalPtr[g.f32], n: g.u64, x: g.f32):
 
 def c_floor(binary: str) -> float:
     """Microseconds per launch of the C loop (its best round)."""
-    out = subprocess.run([binary, str(LAUNCHES), str(ROUNDS)], capture_output=True, text=True,
-                         check=True)
+    out = subprocess.run([binary, str(LAUNCHES), str(ROUNDS)], capture_output=True, text=True)
+    if out.returncode != 0:
+        sys.exit(f"launch_floor: the C loop failed ({out.returncode}): {out.stderr.strip()}")
     return float(out.stdout.strip())
 
 
