@@ -114,11 +114,13 @@ def test_every_sdk_object_has_close(base: type) -> None:
     assert callable(getattr(base, "close", None)), base
 
 
-def test_backend_identity_names_the_distribution_and_the_module() -> None:
+def test_backend_identity_names_the_package_version_and_the_module() -> None:
+    import gompute_cpu
     import gompute_cpu.compiler
 
     ident = backend_identity("gompute_cpu.compiler")
-    assert ident.startswith(f"gompute-cpu {metadata.version('gompute-cpu')}; "
+    assert gompute_cpu.__version__ == metadata.version("gompute-cpu")
+    assert ident.startswith(f"gompute_cpu {gompute_cpu.__version__}; "
                             "gompute_cpu.compiler sha256:"), ident
     assert gompute_cpu.compiler.__file__  # the module was hashed from its file
 
@@ -208,8 +210,10 @@ PUBLIC_MODULES = {
     "gompute_core.backend", "gompute_core.codegen", "gompute_core.errors", "gompute_core.types",
     "gompute_core.ir", "gompute_core.ir.kernel", "gompute_core.ir.nodes",
     "gompute_core.ir.visitor", "gompute_core.ir.uniformity", "gompute_core.ir.intrinsics",
+    "gompute_core.backend.gpu",
 }
-"""The modules plugins.md section 9 names as importable by a backend."""
+"""The modules plugins.md names as importable by a backend (section 9; the GPU layer,
+section 6.4)."""
 
 
 def _core_imports(path: Path) -> list[tuple[int, str, str]]:

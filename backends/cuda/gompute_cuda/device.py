@@ -7,8 +7,8 @@ streams are blocking streams).
 
 from __future__ import annotations
 
+from gompute_core.backend import Artifact
 from gompute_core.backend.gpu import GpuDevice
-from gompute_core.plugins.records import Artifact
 
 from .driver import driver
 from .nvrtc import parse_arch

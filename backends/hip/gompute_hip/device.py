@@ -8,8 +8,8 @@ default stream" is read as) needs no ordering: our streams are blocking streams.
 
 from __future__ import annotations
 
+from gompute_core.backend import Artifact
 from gompute_core.backend.gpu import GpuDevice
-from gompute_core.plugins.records import Artifact
 
 from . import libs
 from .driver import HipDriver
