@@ -25,10 +25,13 @@ static const char PTX[] =
     ".visible .entry gp_floor(.param .u64 data, .param .u64 n, .param .align 4 .b8 p[8])\n"
     "{\n  ret;\n}\n";
 
-#define LOAD(name) \
-  name = dlsym(lib, #name "_v2"); \
-  if (!name) name = dlsym(lib, #name); \
-  if (!name) { fprintf(stderr, "libcuda lacks %s\n", #name); return 2; }
+/* Each function by the exact symbol its prototype here matches: cuMemAlloc is cuMemAlloc_v2
+ * since CUDA 3.2, while CUDA 13's cuCtxSynchronize_v2 takes a context (calling it as the
+ * argument-less cuCtxSynchronize gave CUresult 709 on the H200). */
+#define LOAD_AS(name, symbol) \
+  name = dlsym(lib, symbol); \
+  if (!name) { fprintf(stderr, "libcuda lacks %s\n", symbol); return 2; }
+#define LOAD(name) LOAD_AS(name, #name)
 #define CHECK(call) \
   do { CUresult r_ = (call); \
        if (r_) { fprintf(stderr, "%s failed: CUresult %d\n", #call, r_); return 3; } } while (0)
@@ -54,7 +57,8 @@ int main(int argc, char **argv) {
   CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
                              unsigned, unsigned, CUstream, void **, void **);
   LOAD(cuInit) LOAD(cuDeviceGet) LOAD(cuDevicePrimaryCtxRetain) LOAD(cuCtxSetCurrent)
-  LOAD(cuModuleLoadData) LOAD(cuModuleGetFunction) LOAD(cuMemAlloc) LOAD(cuCtxSynchronize)
+  LOAD(cuModuleLoadData) LOAD(cuModuleGetFunction) LOAD_AS(cuMemAlloc, "cuMemAlloc_v2")
+  LOAD(cuCtxSynchronize)
   LOAD(cuLaunchKernel)
   CUdevice dev;
   CUcontext ctx;
