@@ -33,6 +33,7 @@ through the object it is bound to.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -69,7 +70,7 @@ def launch_count(value: Any, name: str) -> int:
     return n
 
 
-class Kind:
+class Kind(ABC):
     """One spec kind: its roles, entry, constructor, lowering, launch, run, fold and Dask
     rules (see the module docstring). Subclasses set the class attributes and implement
     :meth:`lower`, :meth:`launch` and :meth:`run`; one instance per kind is registered."""
@@ -118,19 +119,19 @@ class Kind:
         return f"<Kind {self.name!r}>"
 
     # ---- what each kind implements -----------------------------------------------------------
+    @abstractmethod
     def lower(self, spec: Spec, common: dict[str, Any]) -> KernelIR:
         """The :class:`KernelIR` of ``spec`` (``common``: the fields every kind sets)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def launch(self, program: Any) -> Callable[..., None]:
         """The checked ``launch`` of this kind bound to ``program`` (a ``KernelProgram``):
         ``Kernel.launch`` is this callable itself, with no frame in between."""
-        raise NotImplementedError
 
+    @abstractmethod
     def run(self, kernel: Any) -> Callable[..., Any]:
         """``Kernel.run``'s front end bound to ``kernel``: validates the arrays, then runs
         the kind's host plan on ``kernel``'s runner."""
-        raise NotImplementedError
 
     # ---- shared defaults ----------------------------------------------------------------------
     def open(self, device: Any, spec: Spec) -> Any:
