@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import gompute_core as g
-from gompute_core.errors import KernelSyntaxError, Unsupported
+from gompute_core.errors import KernelSyntaxError
 from gompute_core.frontend import lower
 from gompute_core.ir import nodes as ir
 from gompute_core.ir.printer import format_kernel
@@ -139,11 +139,62 @@ def test_opencl_rendering_declares_private_arrays() -> None:
     assert "double v_t[2][3] = {0};" in src and "v_t[(gp_i64)(" in src
 
 
-def test_cpu_raw_kernel_body_arrays_are_unsupported_by_name() -> None:
+def test_cpu_raw_kernel_body_arrays_run_per_thread() -> None:
+    """No barrier (one flat loop, an array per thread): each element as NumPy scalars
+    compute it, ``g.math.fma`` included."""
     pytest.importorskip("gompute_cpu")
-    with pytest.raises(Unsupported, match="'la_raw_tile': the CPU backend does not yet run "
-                                          "local arrays"):
-        g.RawKernel(la_raw_tile, "cpu")
+    n = 200
+    a = np.linspace(-1, 1, n).astype(F32)
+    out = np.zeros(n, F32)
+    k = g.RawKernel(la_raw_tile, "cpu")
+    k.launch(-(-n // 64), 64, [a, out, np.uint64(n)])
+    k.synchronize()
+    want = []
+    for v in a:
+        s = F32(0)
+        for r in range(4):
+            s = s + g.math.fma(v, F32(r), F32(r))
+        want.append(s)
+    assert np.array_equal(out, np.array(want, F32))
+
+
+@g.raw_kernel(block=32)
+def la_raw_phases(a: g.GlobalPtr[g.f32], out: g.GlobalPtr[g.f32], n: g.i64):
+    sh = B.shared_array(g.f32, 32)
+    acc = B.local_array(g.f32, (2, 3))
+    i = B.global_id(0)
+    t = B.local_id(0)
+    acc[1, 2] = a[i] * 2
+    sh[t] = acc[1, 2]
+    B.barrier()
+    for k in range(3):  # a block loop: every thread's array lives across its barriers
+        acc[0, k] += sh[(t + k) % 32]
+        B.barrier()
+    if acc[0, 0] >= 0:
+        out[i] = acc[0, 0] + acc[0, 1] + acc[0, 2] + acc[1, 2] + acc[1, 0]
+
+
+def test_cpu_raw_kernel_body_arrays_live_across_barriers() -> None:
+    """With barriers (the block's threads as loops split into phases): every thread keeps
+    its own zeroed array from phase to phase."""
+    pytest.importorskip("gompute_cpu")
+    n = 128
+    a = np.arange(n, dtype=F32) - 50
+    out = np.full(n, -1, F32)
+    k = g.RawKernel(la_raw_phases, "cpu")
+    k.launch(n // 32, 32, [a, out, n])
+    k.synchronize()
+    doubled = (a * 2).reshape(-1, 32)
+    want = np.full(n, -1, F32).reshape(-1, 32)
+    for blk in range(n // 32):
+        for t in range(32):
+            acc = np.zeros((2, 3), F32)
+            acc[1, 2] = doubled[blk, t]
+            for kk in range(3):
+                acc[0, kk] += doubled[blk, (t + kk) % 32]
+            if acc[0, 0] >= 0:
+                want[blk, t] = acc[0, 0] + acc[0, 1] + acc[0, 2] + acc[1, 2] + acc[1, 0]
+    assert np.array_equal(out, want.reshape(-1))
 
 
 def test_barrier_checks_see_a_thread_dependent_array() -> None:
