@@ -323,11 +323,15 @@ def ck_local(out: g.GlobalPtr[g.f32], k: g.i64):
 
 
 def test_local_arrays_are_checked_against_their_shape() -> None:
-    """A raw kernel's local array is one more checked array (the CPU does not run local
-    arrays in a raw kernel's body yet; the C family does)."""
+    """A raw kernel's local array is one more checked array, on the CPU too."""
     ins = instrument(ck_local.lower())
     assert [(s.access, s.array, s.shape) for s in ins.sites] == \
         [("write", "acc", (4,)), ("read", "acc", (4,)), ("write", "out", None)]
+    k = g.RawKernel(ck_local, "cpu", checked=True)
+    out = np.zeros(8, np.float32)
+    k.launch(1, 8, [out, 4])
+    with pytest.raises(g.OutOfBounds, match="read of 'acc' at index 4"):
+        k.synchronize()
 
 
 # ---- the C family ----------------------------------------------------------------------

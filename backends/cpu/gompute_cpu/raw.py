@@ -91,8 +91,9 @@ class RawRenderer(FunctionRenderer):
         self.shared = [(name, t) for name, t in fn.locals if isinstance(t, ir.SharedType)]
         self.local_arrays: list[tuple[str, ir.LocalType]] = [
             (name, t) for name, t in fn.locals if isinstance(t, ir.LocalType)]
-        """The body's local arrays: in ``k_block`` one row per thread of a ``(_nt, size)``
-        array (zeroed when the block starts), in ``k_flat`` one array per thread."""
+        """The body's local arrays: in ``k_block`` one slot per thread of a ``(_nt,
+        *shape)`` array (zeroed when the block starts; a helper gets the thread's slot), in
+        ``k_flat`` one array per thread."""
         self.lowered = list(dict.fromkeys(local for p in self.plan.phases
                                           if p.lockstep is not None
                                           for local in p.lockstep.locals))
@@ -106,13 +107,21 @@ class RawRenderer(FunctionRenderer):
     def name_of(self, name: str) -> str:
         if name in self.plan.arrays:
             return f"{var(name)}[_t]"
+        if name in self.plan.local_arrays and not self.flat:  # passed to a helper
+            return f"{var(name)}[{self.thread_row()}]"
         return var(name)
+
+    def thread_row(self) -> str:
+        """The index of the running thread's slot: ``_t``; in block control (a condition
+        of a loop or ``if`` holding a barrier, which the frontend allows only when every
+        thread computes the same value) thread 0's."""
+        return "_t" if self.in_thread else "0"
 
     def scratch(self) -> list[tuple[str, str]]:
         """(name, allocation) of every array a block uses: shared arrays, per-thread slots
         and the done flags."""
         out = [(var(n), f"np.empty({t.size}, {tname(t.elem)})") for n, t in self.shared]
-        out += [(var(n), f"np.empty((_nt, {t.size}), {tname(t.elem)})")
+        out += [(var(n), f"np.empty((_nt, {', '.join(map(str, t.shape))}), {tname(t.elem)})")
                 for n, t in self.local_arrays]
         for name, t in self.fn.locals:
             if name in self.plan.arrays:
@@ -132,16 +141,11 @@ class RawRenderer(FunctionRenderer):
 
     def local_element(self, base: ir.Var, index: tuple[ir.Expr, ...]) -> str:
         """The element ``base[index]`` of a local array: in ``k_flat`` the thread's own
-        array, in ``k_block`` the thread's row (a 2-D index flattened row-major); block
-        control (a condition of a loop or ``if`` holding a barrier, which the frontend
-        allows only when every thread computes the same value) reads thread 0's row."""
+        array, in ``k_block`` the thread's slot of the block's array."""
         parts = [self.expr(i) for i in index]
         if self.flat:
             return f"{var(base.name)}[{', '.join(parts)}]"
-        t = self.types_by_name[base.name]
-        assert isinstance(t, ir.LocalType)
-        flat = parts[0] if len(parts) == 1 else f"({parts[0]}) * {t.shape[1]} + ({parts[1]})"
-        return f"{var(base.name)}[{'_t' if self.in_thread else '0'}, {flat}]"
+        return f"{var(base.name)}[{', '.join([self.thread_row(), *parts])}]"
 
     def visit_LocalLoad(self, e: ir.LocalLoad) -> str:
         return self.local_element(e.base, e.index)
@@ -505,7 +509,7 @@ class RawRenderer(FunctionRenderer):
         if self.plan.done_flags:
             self.emit(1, "_done[:] = False")
         for name, _ in self.local_arrays:  # every thread's array starts zeroed
-            self.emit(1, f"{var(name)}[:, :] = 0")
+            self.emit(1, f"{var(name)}[:] = 0")
         if any(holds(p.stmts, ir.Return) for p in self.plan.phases):
             self.emit(1, "_ret = False")
         self.scalar_locals([name for name, _ in [*fn.locals, *self.lowered]], 1)
