@@ -411,6 +411,11 @@ class RawKernel:
         checked mode the first fault of the kernel since the last synchronization raises
         ``OutOfBounds`` or ``DataRace``."""
         self.device.synchronize()
+        self.raise_faults()
+
+    def raise_faults(self) -> None:
+        """Checked: raise the first fault since the last one, read from the device (which
+        the caller synchronized); unchecked: nothing."""
         if self._faults is not None:
             self._faults.raise_if_set()
 
