@@ -13,8 +13,10 @@ A backend's device subclasses :class:`Device` and implements:
 Raw kernels (the ``"raw"`` kernel feature in ``BackendInfo.features``): ``_load_raw(artifact,
 kernel, args) -> launcher(grid, block, shared_bytes, stream)`` with ``args`` a
 :class:`~gompute_core.backend.RawArgBuffer`; the core checks the grid, the
-block (against ``max_block_dims``, ``max_block_threads`` and the kernel's declared
-shape), ``shared_bytes`` (against ``max_shared_bytes``) and every argument first.
+block (against the kernel's declared shape and :meth:`Device.check_launch`: ``max_block_dims``,
+``max_block_threads``), ``shared_bytes`` (against ``max_shared_bytes``) and every argument
+first. A spec's fixed ``block_size`` goes through the same :meth:`Device.check_launch` when
+the spec is loaded (:meth:`Device.check_kernel`).
 
 Optional, each declared in ``capabilities`` when present: ``create_stream``
 and ``create_event`` (``"streams"``, ``"events"``), graph capture on streams
@@ -284,6 +286,37 @@ class Device(ABC):
             raise ModuleLoadFailed(f"{self.backend}: cannot load an artifact of backend "
                                    f"{artifact.backend!r} ({artifact.entry!r})")
         return KernelProgram(self, artifact, kernel)
+
+    def check_launch(self, what: str, block: tuple[int, int, int], shared_bytes: int = 0,
+                     static_shared: int = 0) -> None:
+        """The launch-geometry check of every kernel, raw and spec alike: ``InvalidArgument``
+        naming ``what`` (the kernel, and for a spec its ``block_size``) when ``block``
+        exceeds this device's ``max_block_dims`` or ``max_block_threads``, or
+        ``shared_bytes`` of dynamic plus ``static_shared`` of static shared memory exceed
+        ``max_shared_bytes``. Raw launches call it per launch shape, ``Kernel`` once when a
+        spec (whose block is fixed) is loaded."""
+        where = f"{self.backend} device {self.ordinal}"
+        for axis, d, limit in zip("xyz", block, self.max_block_dims, strict=True):
+            if d > limit:
+                raise InvalidArgument(f"{what}: block {axis}={d} exceeds {where}'s limit "
+                                      f"{limit} (max_block_dims)")
+        threads = block[0] * block[1] * block[2]
+        if threads > self.max_block_threads:
+            raise InvalidArgument(f"{what}: block {block} ({threads} threads) exceeds {where}'s "
+                                  f"{self.max_block_threads} threads per block "
+                                  "(max_block_threads)")
+        if shared_bytes + static_shared > self.max_shared_bytes:
+            raise InvalidArgument(f"{what}: {shared_bytes} dynamic + {static_shared} static "
+                                  f"shared bytes exceed {where}'s {self.max_shared_bytes} "
+                                  "(max_shared_bytes)")
+
+    def check_kernel(self, kernel: KernelIR) -> None:
+        """The load-time checks of a spec's kernel (before compiling: the driver would refuse
+        every launch): its fixed ``block_size`` (:meth:`check_launch`) and its arguments'
+        bytes (:meth:`check_arguments`)."""
+        self.check_launch(f"{kernel.kind} spec {kernel.name!r} (block_size="
+                          f"{kernel.block_size})", (kernel.block_size, 1, 1))
+        self.check_arguments(kernel)
 
     def check_arguments(self, kernel: KernelIR) -> None:
         """``InvalidArgument`` when ``kernel``'s entry arguments (pointers, counts and the
