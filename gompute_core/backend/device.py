@@ -23,10 +23,15 @@ and ``create_event`` (``"streams"``, ``"events"``), graph capture on streams
 (``"graphs"``), ``pinned``/``pin`` (``"pinned_memory"``: page-locked host
 memory, so async copies really overlap), ``borrow`` (``"host_memory"``: a
 buffer viewing a host array). A missing capability raises ``Unsupported``
-naming it. A device whose launcher calls a host function on host memory
-sets ``packs_arguments = False`` and implements ``host_array(buf, dtype)``:
-the core then hands it typed arrays instead of packed addresses, and ``run``
-launches on the caller's own arrays with no copy.
+naming it.
+
+Host memory (``"host_memory"``: ``run`` launches on the caller's own arrays, with no
+copy) composes with either way of taking arguments. A device whose launcher calls
+a host function on typed arrays sets ``packs_arguments = False`` and implements
+``host_array(buf, dtype)``: the core hands it those arrays instead of packed
+addresses. A device that packs its arguments (a C entry taking one argument
+buffer) declares ``"host_memory"`` and implements ``host_array`` and ``borrow``:
+``run`` borrows the caller's arrays and packs their addresses.
 
 Interop (:mod:`gompute_core.interop`), all optional: ``dlpack_device_type``
 makes buffers exportable and foreign arrays acceptable; a GPU device adds
@@ -96,11 +101,18 @@ def _implemented(cls: type, method: str) -> bool:
     return False
 
 
+HOST_MEMORY_PACKED = ("host_array", "borrow")
+"""What a device that packs its arguments implements to declare ``"host_memory"``: the core
+then borrows the caller's arrays (``borrow``) and packs their addresses."""
+
+
 def derive_capabilities(cls: type[Device]) -> frozenset[str]:
-    """``cls``'s capabilities: the declared ones plus every one whose methods it implements
-    (``"host_memory"``: ``packs_arguments = False``, which needs ``host_array``).
-    ``UnsupportedBackend`` naming the class, the capability and the missing method for a
-    capability declared but not implemented, or implemented in part."""
+    """``cls``'s capabilities: the declared ones plus every one whose methods it implements.
+    ``"host_memory"`` follows from ``packs_arguments = False`` (which needs ``host_array``);
+    a packing device declares it, and then needs ``host_array`` and ``borrow``
+    (:data:`HOST_MEMORY_PACKED`). ``UnsupportedBackend`` naming the class, the capability
+    and the missing method for a capability declared but not implemented, or implemented
+    in part."""
     declared = frozenset(cls.capabilities)
     unknown = declared - CAPABILITIES
     if unknown:
@@ -108,19 +120,15 @@ def derive_capabilities(cls: type[Device]) -> frozenset[str]:
                                  f"capabilities {sorted(unknown)}; known: {sorted(CAPABILITIES)}")
     derived = set(declared)
     for capability, methods in CAPABILITY_METHODS.items():
-        have = [m for m in methods if _implemented(cls, m)]
         if capability != "host_memory":
-            wanted = capability in declared or bool(have)
+            wanted = capability in declared or any(_implemented(cls, m) for m in methods)
         elif not cls.packs_arguments:
             wanted = True
-        elif capability in declared:
-            raise UnsupportedBackend(
-                f"{cls.__module__}.{cls.__qualname__} declares 'host_memory' but packs its "
-                "arguments: set packs_arguments = False and implement host_array")
-        else:
-            continue  # a packing device may still offer host_array (raw launches)
+        else:  # packed arguments on host memory: declared, with borrow for run's arrays
+            wanted, methods = capability in declared, HOST_MEMORY_PACKED
         if not wanted:
             continue
+        have = [m for m in methods if _implemented(cls, m)]
         missing = [m for m in methods if m not in have]
         if missing:
             raise UnsupportedBackend(
@@ -145,7 +153,8 @@ class Device(ABC):
     backend: ClassVar[str]
     capabilities: ClassVar[frozenset[str]] = frozenset()
     #: False for a backend whose launcher reads ``args.values``/``args.params`` (host calls)
-    #: rather than the packed bytes; the core then skips packing.
+    #: rather than the packed bytes; the core then skips packing. Whether ``run`` computes
+    #: on the caller's arrays is the capability ``"host_memory"``, in either mode.
     packs_arguments: ClassVar[bool] = True
     #: most bytes of kernel arguments one launch may pass (None: no limit)
     max_argument_bytes: int | None = None
@@ -225,13 +234,14 @@ class Device(ABC):
 
     def host_array(self, buf: Buffer, dtype: np.dtype) -> np.ndarray:
         """The host memory of ``buf`` as a flat array of ``dtype`` (capability
-        ``"host_memory"``: a device with ``packs_arguments = False`` computes on host memory,
-        and the core hands its launcher these arrays instead of packed addresses)."""
+        ``"host_memory"``; a device with ``packs_arguments = False`` gets these arrays in its
+        launcher instead of packed addresses)."""
         raise Unsupported(f"backend {self.backend!r} does not compute on host memory "
                           "(capability 'host_memory')")
 
     def borrow(self, host: np.ndarray) -> Buffer:
-        """A buffer viewing ``host``'s memory (capability ``"host_memory"``)."""
+        """A buffer viewing ``host``'s memory (capability ``"host_memory"``; required of a
+        packing device that declares it: ``run`` packs these buffers' addresses)."""
         raise Unsupported(f"backend {self.backend!r} cannot compute on host memory "
                           "(capability 'host_memory')")
 
