@@ -101,9 +101,13 @@ class PyEntry:
         return fn(*xs, self.args.params) if self._with_p else fn(*xs)
 
     def __call__(self, grid: int, stream: Stream) -> None:
+        self.run(grid, self.values())
+
+    def run(self, grid: int, values: tuple[Any, ...]) -> None:
+        """One launch over ``values`` (the entry's arguments, decoded)."""
         self.launches += 1
         with np.errstate(all="ignore"):
-            getattr(self, f"_{self.spec.kind}")(grid, *self.values())
+            getattr(self, f"_{self.spec.kind}")(grid, *values)
 
     def values(self) -> tuple[Any, ...]:
         """The launch's arguments: typed arrays and counts, in entry order."""
@@ -199,8 +203,20 @@ class PackedPyEntry(PyEntry):
         self._roles = _ROLES[spec.kind]
         self._dtypes = {role: np.dtype(t) for role, t in spec.value_types}
 
+    def __call__(self, grid: int, stream: Stream) -> None:
+        if isinstance(stream, QueuedStream):  # a driver copies the argument bytes at launch
+            raw = bytes(self.args.data)
+            stream.pending.append(lambda: self.run(grid, self.decode(raw)))
+        else:
+            super().__call__(grid, stream)
+
     def values(self) -> tuple[Any, ...]:
-        layout, raw = self.args.layout, bytes(self.args.data)
+        return self.decode(bytes(self.args.data))
+
+    def decode(self, raw: bytes) -> tuple[Any, ...]:
+        """The arguments packed in ``raw``: each address resolved to the memory it names
+        (when the launch runs), the params decoded into ``args.params``."""
+        layout = self.args.layout
         if layout.params_offset >= 0:
             size = layout.slots[-1].size
             self.args.params = self.convert(raw[layout.params_offset:layout.params_offset + size])
@@ -318,9 +334,27 @@ class PackedPyDevice(PyDevice):
         return True
 
 
+class QueuedStream(Stream):
+    """A queue whose launches run when it (or its device) is synchronized, as a driver's
+    run after their call returns (transfers stay synchronous)."""
+
+    def __init__(self, device: PackedHostPyDevice) -> None:
+        self.device = device
+        self.pending: list[Callable[[], None]] = []
+
+    def synchronize(self) -> None:
+        while self.pending:
+            self.pending.pop(0)()
+
+    def query(self) -> bool:
+        return not self.pending
+
+
 class PackedHostPyDevice(PackedPyDevice):
     """Packed arguments on host memory: declares ``host_memory``; ``run`` borrows the
-    caller's arrays and packs their addresses, which :meth:`resolve` maps back."""
+    caller's arrays and packs their addresses, which :meth:`resolve` maps back when a
+    launch runs. Launches are queued (:class:`QueuedStream`): a ``run`` that returned
+    before synchronizing, or dropped its borrowed buffers first, would show."""
 
     capabilities = frozenset({"host_memory", "streams"})
 
@@ -329,6 +363,21 @@ class PackedHostPyDevice(PackedPyDevice):
         self._borrowed: weakref.WeakValueDictionary[int, PyBuffer] = \
             weakref.WeakValueDictionary()
         self.borrows = 0
+        self._streams = [QueuedStream(self)]
+
+    @property
+    def stream(self) -> QueuedStream:
+        return self._streams[0]
+
+    def create_stream(self) -> QueuedStream:  # type: ignore[override]
+        """A new queue, synchronized with the device."""
+        self._streams.append(QueuedStream(self))
+        return self._streams[-1]
+
+    def synchronize(self) -> None:
+        """Run every queued launch."""
+        for s in self._streams:
+            s.synchronize()
 
     def borrow(self, host: np.ndarray) -> PyBuffer:
         """A buffer over ``host``'s memory, known to :meth:`resolve` while it lives."""
