@@ -76,7 +76,8 @@ class ElementwiseProgram:
                                               t)
                          for k, (name, t) in enumerate(zip(spec.names, spec.ins, strict=True))
                          if spec.is_scalar(k)}
-        self._host = not device.packs_arguments
+        self._host = device.has("host_memory")
+        """Host arrays are borrowed in place (a device computing on host memory)."""
         self._grid_cap = device.max_grid_blocks(spec.block_size)
         self._buffer_classes: set[type] = set()
         """Buffer subclasses met so far (``isinstance`` against the ABC, once per class)."""
@@ -189,6 +190,8 @@ class ElementwiseProgram:
             self._staged(values, ins, done, p)
         else:
             self._launch(values, ins, done, p)
+            if host and self.device.packs_arguments:
+                self._stream.synchronize()  # a driver's launch may return before it ran
         if self.checked:
             self.synchronize()
         results = tuple(given)

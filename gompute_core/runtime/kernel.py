@@ -108,7 +108,7 @@ class Kernel:
                               "silently ignored)")
         kir = contracted(spec.lower(), contract, f"Kernel({spec.name!r})")
         device = manager.open_device(backend, ordinal)
-        device.check_arguments(kir)  # before compiling: the driver would refuse the launch
+        device.check_kernel(kir)  # before compiling: block size and argument bytes
         # a kind with its own device program
         program = spec.kind_object.open(device, spec, checked) if checked else \
             spec.kind_object.open(device, spec)
