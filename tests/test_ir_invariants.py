@@ -21,11 +21,17 @@ from gompute_core.ir.nodes import (
     Function,
     If,
     Index,
+    LocalLoad,
+    LocalStore,
+    LocalType,
     Logical,
+    MakeTuple,
     Not,
     Return,
     Select,
     StructType,
+    TupleItem,
+    TupleType,
     Unary,
     Var,
     While,
@@ -115,14 +121,39 @@ class Checker:
                 self.expr(a)
                 assert a.type == t
             assert callee.ret == e.type
+        elif isinstance(e, LocalLoad):
+            self.local_access(e.base, e.index)
+            assert e.base.type.elem == e.type
+        elif isinstance(e, MakeTuple):
+            for item in e.items:
+                self.expr(item)
+            assert isinstance(e.type, TupleType)
+            assert tuple(item.type for item in e.items) == e.type.elems, e
+        elif isinstance(e, TupleItem):
+            self.expr(e.value)
+            assert isinstance(e.value.type, TupleType)
+            assert e.value.type.elems[e.index] == e.type
         else:
             raise AssertionError(f"unexpected node {e!r}")
+
+    def local_access(self, base, index) -> None:
+        """A local array's element: a declared array, one integer index per dimension."""
+        self.expr(base)
+        assert isinstance(base.type, LocalType)
+        assert len(index) == len(base.type.shape)
+        for i in index:
+            self.expr(i)
+            assert is_int(i.type)
 
     def stmts(self, body) -> None:
         for s in body:
             if isinstance(s, Assign):
                 self.expr(s.value)
                 assert s.value.type == self.scope[s.name], s
+            elif isinstance(s, LocalStore):
+                self.local_access(s.base, s.index)
+                self.expr(s.value)
+                assert s.value.type == s.base.type.elem
             elif isinstance(s, Return):
                 self.expr(s.value)
                 assert s.value.type == self.fn.ret
