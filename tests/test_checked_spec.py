@@ -276,3 +276,20 @@ def test_reduce_refuses_it(monkeypatch: pytest.MonkeyPatch) -> None:
     assert not k.checked
     x = np.arange(4, dtype=np.float32)
     assert k.run(x, Weights(weights=W, k=1)) == np.float32(12)
+
+
+def kept_in_a_local(x, p):
+    acc = g.local_array(g.f32, 4)
+    acc[0] = x
+    return acc[p.k] + acc[0]  # map local read
+
+
+def test_a_local_array_access_names_its_own_line() -> None:
+    spec = g.map("ck_spec_map_local", g.f32, Weights, kept_in_a_local)
+    k = g.Kernel(spec, "cpu", checked=True)
+    x = np.linspace(-1, 1, 9, dtype=np.float32)
+    with pytest.raises(OutOfBounds) as info:
+        k.run(x.copy(), Weights(weights=W, k=4))
+    assert (info.value.array, info.value.index, info.value.extent, info.value.where) == \
+        ("acc", 4, 4, line_of("map local read"))
+    np.testing.assert_array_equal(k.run(x.copy(), Weights(weights=W, k=0)), x + x)
