@@ -268,7 +268,7 @@ def test_a_helpers_local_array_is_checked() -> None:
     err = _raise(k)
     assert isinstance(err, OutOfBounds)
     assert (err.array, err.access, err.index, err.extent) == ("acc", "read", 5, 4)
-    assert err.where.rsplit(":", 1)[0] == str(HERE)  # the helper's file (its def line)
+    assert err.where == line_of("helper local read k")  # the access's line, not the def's
     k.launch(1, 4, [out, np.uint64(3), 1, Taps(w=np.arange(1, 5, dtype=np.float32))])
     k.synchronize()
     np.testing.assert_array_equal(out, [1 + 1 + 0 + 0, 2 + 1 + 2 + 1, 3 + 1 + 0 + 2])
@@ -385,8 +385,8 @@ def test_unchecked_source_is_the_plain_rendering(name: str) -> None:
 def ck_local(out: g.GlobalPtr[g.f32], k: g.i64):
     acc = g.local_array(g.f32, 4)
     i = B.global_id(0)
-    acc[i % 4] = g.f32(i)
-    out[i] = acc[k]
+    acc[i % 4] = g.f32(i)  # local write
+    out[i] = acc[k]  # local read
 
 
 def test_local_arrays_are_checked_against_their_shape() -> None:
@@ -397,8 +397,10 @@ def test_local_arrays_are_checked_against_their_shape() -> None:
     k = g.RawKernel(ck_local, "cpu", checked=True)
     out = np.zeros(8, np.float32)
     k.launch(1, 8, [out, 4])
-    with pytest.raises(g.OutOfBounds, match="read of 'acc' at index 4"):
+    with pytest.raises(g.OutOfBounds, match="read of 'acc' at index 4") as info:
         k.synchronize()
+    assert info.value.where == line_of("local read")
+    assert [s.where for s in ins.sites[:2]] == [line_of("local write"), line_of("local read")]
 
 
 # ---- the C family ----------------------------------------------------------------------

@@ -1,8 +1,10 @@
 """Checked mode for spec kernels (``g.Kernel(spec, backend, checked=True)``,
 ``GOMPUTE_CHECKED=1``): an elementwise spec's element function and its helpers have every
 params-array and local-array access checked, the report naming the kernel, the params
-field, the index, the extent and the line; kinds whose entry a backend renders refuse it.
-Real kernels on the CPU backend; the oracle is NumPy or the function run as plain Python."""
+field, the index, the extent and the line. map, map_indexed, map_to and zip specs run
+checked as their equivalent elementwise program, scan specs as their checked raw kernels;
+reduce refuses it. Real kernels on the CPU backend; the oracle is NumPy or the function run
+as plain Python, and the unchecked kernel's bits."""
 
 from __future__ import annotations
 
@@ -125,14 +127,169 @@ def test_environment_turns_it_on(monkeypatch: pytest.MonkeyPatch) -> None:
         k.run(np.ones(2, np.float32), p=Weights(weights=W, k=4))
 
 
-def test_kinds_whose_entry_a_backend_renders_refuse_it(monkeypatch: pytest.MonkeyPatch
-                                                      ) -> None:
-    spec = g.map("ck_spec_map", g.f32, Weights, lambda x, p: x * p.weights[p.k])
-    with pytest.raises(Unsupported, match="map spec, whose entry each backend renders"):
+def picked(x, p):
+    return x * p.weights[p.k]  # map weights read
+
+
+def picked_index(x, i, p):
+    return x + g.f32(i) * p.weights[p.k]  # map_indexed weights read
+
+
+def picked_f64(x, p):
+    return g.f64(x) * g.f64(p.weights[p.k])  # map_to weights read
+
+
+def picked_pair(a, b, p):
+    return a * p.weights[p.k] - b  # zip weights read
+
+
+def scan_pre(x, p):
+    return x * p.weights[p.k]  # scan weights read
+
+
+MAP = g.map("ck_spec_map", g.f32, Weights, picked)
+MAP_INDEXED = g.map_indexed("ck_spec_map_indexed", g.f32, Weights, picked_index)
+MAP_TO = g.map_to("ck_spec_map_to", g.f32, g.f64, Weights, picked_f64)
+ZIP = g.zip("ck_spec_zip", g.f32, g.f32, g.f32, Weights, picked_pair)
+SCAN = g.scan("ck_spec_scan", g.f32, Weights, lambda a, b: a + b, 0.0, pre=scan_pre)
+N = 3001  # more than one block, and more than one scan chunk
+
+
+def inputs(spec: g.Spec) -> list[np.ndarray]:
+    """Fresh arguments of ``spec``'s ``run`` (before ``p``)."""
+    x = np.linspace(-3, 3, N, dtype=np.float32)
+    y = np.linspace(5, -1, N, dtype=np.float32)
+    return {"map": [x], "map_indexed": [x], "scan": [x], "map_to": [x, np.empty(N)],
+            "zip": [x, y, np.empty(N, np.float32)]}[spec.kind]
+
+
+def numpy_oracle(spec: g.Spec, k: int) -> np.ndarray:
+    """What ``spec`` computes with weight ``k``, in NumPy."""
+    x = np.linspace(-3, 3, N, dtype=np.float32)
+    y = np.linspace(5, -1, N, dtype=np.float32)
+    return {"map": lambda: x * W[k],
+            "map_indexed": lambda: x + np.arange(N, dtype=np.float32) * W[k],
+            "map_to": lambda: x.astype(np.float64) * np.float64(W[k]),
+            "zip": lambda: x * W[k] - y,
+            "scan": lambda: np.cumsum(x * W[k], dtype=np.float32)}[spec.kind]()
+
+
+KINDS = [pytest.param(MAP, "map", id="map"),
+         pytest.param(MAP_INDEXED, "map_indexed", id="map_indexed"),
+         pytest.param(MAP_TO, "map_to", id="map_to"),
+         pytest.param(ZIP, "zip", id="zip"),
+         pytest.param(SCAN, "scan", id="scan")]
+
+
+@pytest.mark.parametrize(("spec", "marker"), KINDS)
+def test_kind_in_range_gives_the_unchecked_bits(spec: g.Spec, marker: str) -> None:
+    checked = g.Kernel(spec, "cpu", checked=True)
+    assert checked.checked
+    for k in range(4):
+        p = Weights(weights=W, k=k)
+        got = checked.run(*inputs(spec), p)
+        plain = g.Kernel(spec, "cpu").run(*inputs(spec), p)
+        assert got.tobytes() == plain.tobytes()
+        if spec.kind == "scan":  # a different association than NumPy's cumsum
+            np.testing.assert_allclose(got, numpy_oracle(spec, k), rtol=1e-5, atol=1e-3)
+        else:
+            np.testing.assert_array_equal(got, numpy_oracle(spec, k))
+
+
+@pytest.mark.parametrize(("spec", "marker"), KINDS)
+@pytest.mark.parametrize("index", [4, -1])
+def test_kind_out_of_range_index_raises_naming_the_access(spec: g.Spec, marker: str,
+                                                          index: int) -> None:
+    k = g.Kernel(spec, "cpu", checked=True)
+    with pytest.raises(OutOfBounds) as info:
+        k.run(*inputs(spec), Weights(weights=W, k=index))
+    err = info.value
+    assert err.kernel.startswith(spec.name)
+    assert (err.array, err.access, err.index, err.extent, err.where) == \
+        ("p.weights", "read", index, 4, line_of(f"{marker} weights read"))
+    k.run(*inputs(spec), Weights(weights=W, k=0))  # the record was cleared
+
+
+@pytest.mark.parametrize(("spec", "marker"), KINDS[:4])
+def test_kind_launch_then_synchronize_raises(spec: g.Spec, marker: str) -> None:
+    k = g.Kernel(spec, "cpu", checked=True)
+    roles = [role for role, _ in spec.kind_object.arrays]
+    host = inputs(spec)
+    bufs = [k.alloc(N, role) for role in roles]
+    for buf, arr in zip(bufs, host, strict=True):
+        buf.upload(arr)
+    k.launch(*bufs, N, Weights(weights=W, k=6))
+    with pytest.raises(OutOfBounds, match="index 6"):
+        k.synchronize()
+    bufs[0].upload(host[0])  # a map wrote its data with the 0 the faulty read gave
+    k.launch(*bufs, N, Weights(weights=W, k=3))
+    k.synchronize()
+    out = np.empty_like(host[-1])
+    bufs[-1].download(out)
+    np.testing.assert_array_equal(out, numpy_oracle(spec, 3))
+
+
+def test_scan_launch_then_synchronize_raises() -> None:
+    k = g.Kernel(SCAN, "cpu", checked=True)
+    buf = k.alloc(N)
+    buf.upload(inputs(SCAN)[0])
+    k.launch(buf, N, Weights(weights=W, k=9))
+    with pytest.raises(OutOfBounds, match="index 9"):
+        k.synchronize()
+
+
+def test_a_checked_map_is_its_elementwise_equivalent_and_the_unchecked_one_is_not() -> None:
+    plain, checked = g.Kernel(MAP, "cpu"), g.Kernel(MAP, "cpu", checked=True)
+    assert not plain.checked and "ck_fault" not in plain.artifact.source
+    assert plain.kernel_ir.digest() == MAP.lower().digest()  # the backend's entry, as ever
+    assert type(plain.program).__name__ == "KernelProgram"
+    assert "ck_fault" in checked.artifact.source
+    assert checked.program.program.variants() == ("ck_spec_map_flat",)
+
+
+def test_checked_map_refuses_what_the_unchecked_one_refuses() -> None:
+    k = g.Kernel(MAP_TO, "cpu", checked=True)
+    x = np.arange(8, dtype=np.float32)
+    with pytest.raises(g.InvalidArgument, match="dtype"):
+        k.run(x, np.empty(8, np.float32), Weights(weights=W, k=0))
+    with pytest.raises(g.InvalidArgument, match="shape"):
+        k.run(x, np.empty(7), Weights(weights=W, k=0))
+
+
+@pytest.mark.parametrize(("spec", "marker"), KINDS)
+def test_environment_turns_it_on_for_every_checkable_kind(
+        monkeypatch: pytest.MonkeyPatch, spec: g.Spec, marker: str) -> None:
+    monkeypatch.setenv("GOMPUTE_CHECKED", "1")
+    k = g.Kernel(spec, "cpu")
+    assert k.checked and not g.Kernel(spec, "cpu", checked=False).checked
+    with pytest.raises(OutOfBounds):
+        k.run(*inputs(spec), Weights(weights=W, k=4))
+
+
+def test_reduce_refuses_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    spec = g.reduce("ck_spec_reduce", g.f32, Weights, lambda a, b: a + b, 0.0, pre=scan_pre)
+    with pytest.raises(Unsupported, match="reduce spec, whose entry each backend renders"):
         g.Kernel(spec, "cpu", checked=True)
     monkeypatch.setenv("GOMPUTE_CHECKED", "1")
     with pytest.warns(GomputeWarning, match="runs unchecked"):
         k = g.Kernel(spec, "cpu")
     assert not k.checked
     x = np.arange(4, dtype=np.float32)
-    np.testing.assert_array_equal(k.run(x.copy(), Weights(weights=W, k=1)), x * 2)
+    assert k.run(x, Weights(weights=W, k=1)) == np.float32(12)
+
+
+def kept_in_a_local(x, p):
+    acc = g.local_array(g.f32, 4)
+    acc[0] = x
+    return acc[p.k] + acc[0]  # map local read
+
+
+def test_a_local_array_access_names_its_own_line() -> None:
+    spec = g.map("ck_spec_map_local", g.f32, Weights, kept_in_a_local)
+    k = g.Kernel(spec, "cpu", checked=True)
+    x = np.linspace(-1, 1, 9, dtype=np.float32)
+    with pytest.raises(OutOfBounds) as info:
+        k.run(x.copy(), Weights(weights=W, k=4))
+    assert (info.value.array, info.value.index, info.value.extent, info.value.where) == \
+        ("acc", 4, 4, line_of("map local read"))
+    np.testing.assert_array_equal(k.run(x.copy(), Weights(weights=W, k=0)), x + x)

@@ -87,7 +87,8 @@ def declare(ctx: FnContext, node: ast.Assign, call: ast.Call) -> list[LocalStore
 def load(ctx: FnContext, node: ast.Subscript, base: Value) -> Value:
     """``name[i]`` / ``name[i, j]`` of a local array."""
     idx = indices(ctx, node.slice, base, ast.unparse(node.value))
-    return Value(LocalLoad(base.expr, idx, base.type.elem))  # type: ignore[arg-type,union-attr]
+    return Value(LocalLoad(base.expr, idx, base.type.elem,  # type: ignore[arg-type,union-attr]
+                           where=ctx.where(node)))
 
 
 def store(ctx: FnContext, target: ast.Subscript, base: Value, value: Value) -> list[LocalStore]:
@@ -101,7 +102,8 @@ def store(ctx: FnContext, target: ast.Subscript, base: Value, value: Value) -> l
     converted = ctx.typing(target, coerce, value, Ty(elem)).expr
     if not ctx.emit:
         return []
-    return [LocalStore(base.expr, idx, converted)]  # type: ignore[arg-type]
+    return [LocalStore(base.expr, idx, converted,  # type: ignore[arg-type]
+                       where=ctx.where(target))]
 
 
 def is_local_array(t: object) -> bool:

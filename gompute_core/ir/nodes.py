@@ -286,6 +286,9 @@ class LocalLoad:
     base: Var
     index: tuple[Expr, ...]
     type: ScalarType
+    where: str = field(default="", compare=False, repr=False)
+    """"file:line" of the access, for checked mode's reports (out of repr/eq: the IR
+    digest ignores it), as :attr:`Load.where`."""
 
 
 @dataclass(frozen=True)
@@ -413,6 +416,8 @@ class LocalStore:
     base: Var
     index: tuple[Expr, ...]
     value: Expr
+    where: str = field(default="", compare=False, repr=False)
+    """"file:line" of the access, for checked mode's reports (as :attr:`LocalLoad.where`)."""
 
 
 @dataclass(frozen=True)

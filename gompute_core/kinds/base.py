@@ -175,6 +175,26 @@ class Kind(ABC):
                               f"{', '.join(k.name for k in kinds() if k.dask_inputs)}")
 
 
+class CheckedByElementwise:
+    """Mixed into a kind whose entry a backend renders (``map``, ``map_indexed``,
+    ``map_to``, ``zip``; before :class:`Kind`): checked, its spec runs as the equivalent
+    elementwise program (:mod:`.element_checked`); unchecked, the backend's entry as
+    before."""
+
+    checkable = True
+    indexed = False
+    """Whether the element function takes the element's index (``map_indexed``)."""
+
+    def open(self, device: Any, spec: Spec, checked: bool = False) -> Any:
+        """A :class:`~.element_checked.CheckedElements` when ``checked``; None (the
+        backend's entry) else."""
+        if not checked:
+            return None
+        from .element_checked import CheckedElements
+
+        return CheckedElements(device, spec)
+
+
 _REGISTRY: dict[str, Kind] = {}
 
 

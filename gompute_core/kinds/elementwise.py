@@ -68,6 +68,10 @@ class ElementwiseSpec(Spec):
     names: tuple[str, ...] = ()
     outs: tuple[ScalarType, ...] = ()
     single: bool = True
+    indexed: bool = False
+    """The element function takes the element's flat index (a ``u64``) after the inputs:
+    the checked form of a ``map_indexed`` spec (:mod:`.element_checked`); ``g.elementwise``
+    never sets it."""
 
     @property
     def value_types(self) -> tuple[tuple[str, ScalarType], ...]:

@@ -186,16 +186,24 @@ class ElementwiseProgram:
                 given[k], outs[k] = self._allocate(k, shape, host)
         done = [o for o in outs if o is not None]
         check_overlap(ins, done)
+        self.execute(values, ins, done, p)
+        results = tuple(given)
+        return results[0] if self.spec.single else results
+
+    def execute(self, values: list[Any], ins: list[Operand], outs: list[Operand],
+                p: Any) -> None:
+        """``run``'s work on described operands (broadcast and overlap already checked):
+        host operands on a device that does not compute on host memory are staged (and
+        waited for); checked, the device is then synchronized and a fault raises."""
+        host = any(o.host is not None for o in ins + outs)
         if host and not self._host:
-            self._staged(values, ins, done, p)
+            self._staged(values, ins, outs, p)
         else:
-            self._launch(values, ins, done, p)
+            self._launch(values, ins, outs, p)
             if host and self.device.packs_arguments:
                 self._stream.synchronize()  # a driver's launch may return before it ran
         if self.checked:
             self.synchronize()
-        results = tuple(given)
-        return results[0] if self.spec.single else results
 
     def synchronize(self) -> None:
         """Wait for the device; checked, raise the first fault of a variant since the last

@@ -31,7 +31,7 @@ from ..abi.resolve import Array
 from ..raw.builtins import block_dim, global_id, grid_dim
 from ..raw.kernel import RawKernelDef, block_shape, signature_of
 from ..raw.types import GlobalPtr
-from ..types import i64
+from ..types import i64, u64
 
 if TYPE_CHECKING:
     from .elementwise import ElementwiseSpec
@@ -86,6 +86,8 @@ def _source(spec: ElementwiseSpec, ndim: int | None, entry: str, strided_grid: b
         user = "m.user"
     call_args = [f"in{k}" if spec.is_scalar(k) else f"in{k}[{index[f'in{k}']}]"
                  for k in range(len(spec.ins))]
+    if spec.indexed:
+        call_args.append("_u64(i)")
     if spec.params is not None:
         call_args.append(user)
     call = f"_fn({', '.join(call_args)})"
@@ -114,7 +116,7 @@ def make_variant(spec: ElementwiseSpec, ndim: int | None, strided_grid: bool = F
     text = _source(spec, ndim, entry, strided_grid)
     filename = f"<gompute elementwise {entry}>"
     linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
-    env: dict[str, Any] = {"_fn": spec.fn, "_i64": i64, "_global_id": global_id,
+    env: dict[str, Any] = {"_fn": spec.fn, "_i64": i64, "_u64": u64, "_global_id": global_id,
                            "_grid_dim": grid_dim, "_block_dim": block_dim}
     for k, t in enumerate(spec.ins):
         env[f"_T{k}"] = t

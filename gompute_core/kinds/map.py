@@ -29,7 +29,7 @@ from ..specs import (
     _where,
 )
 from ..types import as_scalar_type, short_name, u64
-from .base import U64_LIMIT, Kind, launch_count, register
+from .base import U64_LIMIT, CheckedByElementwise, Kind, launch_count, register
 
 if TYPE_CHECKING:
     from ..backend.buffer import Buffer
@@ -78,7 +78,7 @@ def _run_map(k: Any, data: Any, p: Any = None) -> Any:
     return data
 
 
-class MapKind(Kind):
+class MapKind(CheckedByElementwise, Kind):
     """``data[i] = f(data[i], p)`` in place."""
 
     name = "map"
@@ -114,6 +114,7 @@ class MapIndexedKind(MapKind):
 
     name = "map_indexed"
     pipelines = False
+    indexed = True
 
     def element_values(self, spec: Spec) -> tuple[Any, ...]:
         return (spec.T, u64)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from ..ir.kernel import KernelIR
 from ..lowering import lower_element
 from ..specs import Spec, _check_arity, _check_params, _check_type, _new
-from .base import U64_LIMIT, Kind, launch_count, register
+from .base import U64_LIMIT, CheckedByElementwise, Kind, launch_count, register
 
 if TYPE_CHECKING:
     from ..backend.buffer import Buffer
@@ -46,7 +46,7 @@ def _run_map_to(k: Any, inp: Any, out: Any, p: Any = None) -> Any:
     return out
 
 
-class MapToKind(Kind):
+class MapToKind(CheckedByElementwise, Kind):
     """``out[i] = f(inp[i], p)``."""
 
     name = "map_to"

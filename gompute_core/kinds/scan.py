@@ -147,6 +147,7 @@ class ScanKind(Kind):
     entry_args = (("data", "pointer"), ("n", "u64"))
     arrays = (("T", "inout"),)
     pipelines = False
+    checkable = True
     needs = frozenset({"raw"})
 
     def lower(self, spec: Spec, common: dict[str, Any]) -> KernelIR:
@@ -164,10 +165,11 @@ class ScanKind(Kind):
 
     def open(self, device: Any, spec: Spec, checked: bool = False) -> Any:
         """A :class:`~gompute_core.kinds.scan_program.ScanProgram` of ``spec`` on
-        ``device``: its raw kernels compiled and loaded."""
+        ``device``: its raw kernels compiled and loaded (``checked``: instrumented, so
+        ``pre``'s and ``combine``'s accesses are checked)."""
         from .scan_program import ScanProgram
 
-        return ScanProgram(device, spec)
+        return ScanProgram(device, spec, checked=checked)
 
     def launch(self, program: Any) -> Callable[..., None]:
         return MethodType(_launch_scan, program)

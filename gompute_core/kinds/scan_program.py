@@ -39,19 +39,24 @@ _NO_PARAMS = NoParams(unused=0)
 class ScanProgram:
     """A scan's raw kernels on one device; ``launch`` is the kind's checked front end."""
 
-    def __init__(self, device: Device, spec: Spec, per_element: bool | None = None) -> None:
+    def __init__(self, device: Device, spec: Spec, per_element: bool | None = None, *,
+                 checked: bool = False) -> None:
         self.device, self.spec = device, spec
         self.kind: Kind = kind_named(spec.kind)
+        self.checked = checked
+        """Whether the raw kernels are checked (:meth:`synchronize` and ``run`` raise the
+        first fault of ``pre`` or ``combine``)."""
         first, upper, fix, fix_each = scan_kernels(spec)
         backend, ordinal = device.backend, device.ordinal
-        self._first = RawKernel(first, backend, ordinal)
-        self._upper = RawKernel(upper, backend, ordinal)
+        self._first = RawKernel(first, backend, ordinal, checked=checked)
+        self._upper = RawKernel(upper, backend, ordinal, checked=checked)
         self.fix_per_element = not device.has("host_memory") if per_element is None \
             else per_element
         """The fix-up's shape (``per_element``; default: by the device): one thread per
         element (a GPU: neighbouring threads touch neighbouring elements) or per chunk (a
         host device: memory walked in order). Both compute ``combine(C_{c-1}, e_i)``."""
-        self._fix = RawKernel(fix_each if self.fix_per_element else fix, backend, ordinal)
+        self._fix = RawKernel(fix_each if self.fix_per_element else fix, backend, ordinal,
+                              checked=checked)
         self.artifact = self._first.artifact
         self.block_size = spec.block_size
         self.dtypes = {"T": np.dtype(spec.T)}
@@ -145,8 +150,10 @@ class ScanProgram:
         n = data.size
         if type(data) is DeviceArray:
             self.enqueue(self.operand(original, n), n, p)
+            self._stream.synchronize()
         elif self.device.has("host_memory"):  # the caller's array itself
             self.enqueue(self.operand(self.device.borrow(data), n), n, p)
+            self._stream.synchronize()
         else:  # a host array on a device: through the program's data buffer
             with self._lock:
                 buf = self._data
@@ -158,8 +165,16 @@ class ScanProgram:
                 self.enqueue(buf, n, p)
                 self._stream.synchronize()
                 buf.download(data)
-            return
-        self._stream.synchronize()
+        if self.checked:
+            self.synchronize()
+
+    def synchronize(self) -> None:
+        """Wait for the device; checked, raise the first fault of one of the scan's kernels
+        since the last synchronization (``OutOfBounds`` naming ``pre``'s or ``combine``'s
+        array and line)."""
+        self.device.synchronize()
+        for kernel in (self._first, self._upper, self._fix):
+            kernel.raise_faults()
 
     def close(self) -> None:
         """Free the scratch buffers (``Kernel.close``)."""

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from ..ir.kernel import KernelIR
 from ..lowering import lower_element
 from ..specs import Spec, _check_arity, _check_params, _check_type, _new
-from .base import U64_LIMIT, Kind, launch_count, register
+from .base import U64_LIMIT, CheckedByElementwise, Kind, launch_count, register
 
 if TYPE_CHECKING:
     from ..backend.buffer import Buffer
@@ -53,7 +53,7 @@ def _run_zip(k: Any, a: Any, b: Any, out: Any, p: Any = None) -> Any:
     return out
 
 
-class ZipKind(Kind):
+class ZipKind(CheckedByElementwise, Kind):
     """``out[i] = f(a[i], b[i], p)``."""
 
     name = "zip"

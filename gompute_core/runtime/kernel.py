@@ -39,10 +39,12 @@ def spec_checked(spec: Spec, checked: Any) -> bool:
     want = want_checked(checked)
     if not want or spec.kind_object.checkable:
         return want
-    why = f"a {spec.kind} spec, whose entry each backend renders (only an elementwise " \
-        "spec runs as raw kernels the core writes, and checks)"
+    why = f"a {spec.kind} spec, whose entry each backend renders (the elementwise, map, " \
+        "map_indexed, map_to, zip and scan kinds run checked as raw kernels the core " \
+        "writes; this kind has no such form)"
     checked_unavailable(f"spec {spec.name!r}", why, checked,
-                        "write it with g.elementwise to run it checked")
+                        "check its functions through a checked g.map or g.scan spec, or "
+                        "write it as a raw kernel")
     return False
 
 
@@ -127,7 +129,8 @@ class Kernel:
         self.device = device
         self.program = program
         self.launch = program.launch
-        self._runner = Runner(program, spec)
+        runner = getattr(program, "runner", None)  # a checked map kind runs its arrays itself
+        self._runner = Runner(program, spec) if runner is None else runner
         self._P = spec.params
         self._types = {role: np.dtype(t) for role, t in spec.value_types}
         self._run = spec.kind_object.run(self)
