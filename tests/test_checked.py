@@ -195,6 +195,29 @@ def test_an_index_computed_by_an_atomic_is_evaluated_once() -> None:
     np.testing.assert_array_equal(memory, [1, 2, 3, -1, -1, -1])
 
 
+@g.raw_kernel
+def ck_bins(values: g.GlobalPtr[g.i32], n: g.u64, bins: g.GlobalPtr[g.u32]):
+    i = B.global_id(0)
+    if i < n:
+        B.atomic_add(bins, values[i], 1)  # binning atomic
+
+
+def test_an_atomic_indexed_by_a_loaded_value() -> None:
+    """The index (a read, kept in a new local) is checked, then used by the atomic."""
+    k = g.RawKernel(ck_bins, "cpu", checked=True)
+    values = np.array([0, 3, 1, 3, 9, 2, 3, -1], np.int32)
+    memory = np.zeros(6, np.uint32)
+    bins = memory[:4]
+    k.launch(1, 8, [values, np.uint64(8), bins])
+    err = _raise(k)
+    assert isinstance(err, OutOfBounds)
+    assert (err.array, err.access, err.extent, err.where) == \
+        ("bins", "atomic", 4, line_of("binning atomic"))
+    assert (err.index, err.thread) in ((9, (4, 0, 0)), (-1, (7, 0, 0)))
+    inside = values[(values >= 0) & (values < 4)]
+    np.testing.assert_array_equal(memory, np.r_[np.bincount(inside, minlength=4), 0, 0])
+
+
 def test_an_atomic_index_in_a_conditional_expression_is_refused() -> None:
     @g.raw_kernel
     def ck_atomic_in_select(out: g.GlobalPtr[g.f32], count: g.GlobalPtr[g.u32]):
