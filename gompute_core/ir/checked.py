@@ -20,9 +20,12 @@ the C family's and any third party's, runs it with no code of its own):
   last writer and the first two readers of each element with the site, the thread and the
   *barrier interval* (a block counter bumped after every ``barrier()``): two threads
   writing, or one writing and another reading, one element in one interval is a data
-  race, recorded the same way. And every thread counts itself in before each
-  ``barrier()`` (a bare ``return`` stamps the returning thread and line): a barrier that
-  fewer than all the block's threads reached is recorded after it.
+  race, recorded the same way. An access that can race with nothing (indexed by the
+  thread's own ``local_id``, as every access that may share its interval:
+  :mod:`.private`) is not stamped, and an array with no other access has no shadows.
+  And every thread counts itself in before each ``barrier()`` (a bare ``return`` stamps
+  the returning thread and line): a barrier that fewer than all the block's threads
+  reached is recorded after it.
 
 Index expressions are evaluated twice (the check, then the access) when they are pure; an
 index that holds an atomic is first assigned to a new local where the access is evaluated
@@ -46,6 +49,7 @@ import numpy as np
 from ..errors import Unsupported
 from . import nodes as ir
 from .kernel import RAW, KernelIR
+from .private import children, race_free
 
 RECORD_WORDS = 12
 """Words of the fault record: 0 the fault's code (0: none), 1 the index (or element),
@@ -152,7 +156,8 @@ def _extents(base: ir.Var, extent_args: dict[str, ir.Var]) -> tuple[ir.Expr, ...
 
 
 class _Instrumenter:
-    def __init__(self, fn: ir.Function, serial: bool) -> None:
+    def __init__(self, fn: ir.Function, serial: bool, block: tuple[int, int, int] | None
+                 ) -> None:
         names = {n for n, _ in (*fn.args, *fn.locals)}
         prefix = "ck_"
         while any(n.startswith(prefix) for n in names):
@@ -173,8 +178,14 @@ class _Instrumenter:
         """The block's arrivals at barriers entered in odd and in even barrier intervals
         (two counters: a thread checks the barrier it passed while others may already count
         themselves in at the next), and the stamp of the last ``return``."""
+        self.private: frozenset[int] = frozenset()
+        """Shared-array accesses that race with nothing (:mod:`.private`): not stamped."""
         if serial:
+            races = race_free(fn, block)
+            self.private = races.private
             for n, t in self.shared.items():
+                if n not in races.tracked:
+                    continue
                 st = ShadowType(i64, (t.size,))  # type: ignore[arg-type]
                 trio = tuple(ir.Var(f"{prefix}{role}_{n}", st) for role in ("w", "r1", "r2"))
                 self.shadows[n] = trio  # type: ignore[assignment]
@@ -290,6 +301,10 @@ class _Instrumenter:
             flat = _bin("add", _bin("mul", flat, _c(shape[d])), index[d])
         return flat
 
+    def tracked(self, node: ir.Load | ir.LocalLoad | ir.Store | ir.LocalStore) -> bool:
+        """Whether ``node`` (an access of any array) is race-stamped."""
+        return node.base.name in self.shadows and id(node) not in self.private
+
     def write_checks(self, base: ir.Var, index: tuple[ir.Expr, ...], site: int
                      ) -> list[ir.Stmt]:
         w, r1, r2 = self.shadows[base.name]
@@ -392,11 +407,10 @@ class _Instrumenter:
         if read:
             inner: ir.Expr = replace(e, index=index)
             if hoist is not None:  # checked (and race-stamped) before the statement
-                checks = self.read_checks(e.base, index, site) \
-                    if e.base.name in self.shadows else ()
+                checks = self.read_checks(e.base, index, site) if self.tracked(e) else ()
                 hoist.append(ir.If(ok, checks, (fault_stmt,)))
                 return ir.Select(ok, inner, _zero(e.type), e.type)
-            if e.base.name in self.shadows:
+            if self.tracked(e):
                 inner = ir.Select(self.read_hook(e.base, index, site), _zero(e.type), inner,
                                   e.type)
         else:
@@ -436,7 +450,7 @@ class _Instrumenter:
             site = self.site("write", s.base, where, shape)
             ok, _, fault_stmt = self.bounds(index, _extents(s.base, self.extent_args), site)
             done: list[ir.Stmt] = [replace(s, index=index, value=value)]
-            if s.base.name in self.shadows:
+            if self.tracked(s):
                 done = self.write_checks(s.base, index, site) + done
             return [*hoist, ir.If(ok, tuple(done), (fault_stmt,))]
         if isinstance(s, ir.Assign):
@@ -527,7 +541,7 @@ def _effects(e: ir.Expr) -> int:
     """The atomics (on the user's arrays) and function calls in ``e``."""
     own = isinstance(e, ir.CallFunction) or (
         isinstance(e, ir.Atomic) and not isinstance(e.base.type, CHECK_STATE))
-    return int(own) + sum(_effects(c) for c in _children(e))
+    return int(own) + sum(_effects(c) for c in children(e))
 
 
 def _reorderable(s: ir.Stmt) -> bool:
@@ -550,18 +564,7 @@ def _flat(obj: ir.Expr | tuple[ir.Expr, ...]) -> tuple[ir.Expr, ...]:
 def _holds_atomic(e: ir.Expr) -> bool:
     if isinstance(e, ir.Atomic) and not isinstance(e.base.type, CHECK_STATE):
         return True
-    return any(_holds_atomic(c) for c in _children(e))
-
-
-def _children(e: ir.Expr) -> list[ir.Expr]:
-    out: list[ir.Expr] = []
-    for name in e.__dataclass_fields__:
-        child = getattr(e, name)
-        if isinstance(child, tuple):
-            out += [c for c in child if isinstance(c, _EXPRS)]
-        elif isinstance(child, _EXPRS):
-            out.append(child)
-    return out
+    return any(_holds_atomic(c) for c in children(e))
 
 
 def instrument(kir: KernelIR, serial: bool = False) -> Instrumented:
@@ -571,7 +574,7 @@ def instrument(kir: KernelIR, serial: bool = False) -> Instrumented:
         raise Unsupported(f"checked mode instruments raw kernels written in Python; "
                           f"{kir.name!r} is not one")
     fn = kir.functions[-1]
-    ins = _Instrumenter(fn, serial)
+    ins = _Instrumenter(fn, serial, kir.block)
     body = ins.body(fn.body)
     if ins.cleared:
         body = (*ins.prologue(), *body)
