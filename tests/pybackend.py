@@ -13,7 +13,9 @@ arrays or atomics, the raw kernel's Python function called thread by thread: wha
 the core's scan kind needs) and, with ``host_memory=False``, a device-style
 one that takes the packed argument buffer as a GPU driver does (addresses
 resolved back to its buffers) and declares streams, so the core's staged and
-pipelined ``run`` paths are exercised without a GPU. Knobs make it
+pipelined ``run`` paths are exercised without a GPU; and, with ``packed=True``, a
+third that packs its arguments as that one does but computes on host memory (a C
+entry taking one argument buffer): ``run`` borrows the caller's arrays. Knobs make it
 unavailable, refuse to compile, declare another API version or fail a probe,
 for the core's own tests.
 """
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import inspect
 import struct
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -98,9 +101,13 @@ class PyEntry:
         return fn(*xs, self.args.params) if self._with_p else fn(*xs)
 
     def __call__(self, grid: int, stream: Stream) -> None:
+        self.run(grid, self.values())
+
+    def run(self, grid: int, values: tuple[Any, ...]) -> None:
+        """One launch over ``values`` (the entry's arguments, decoded)."""
         self.launches += 1
         with np.errstate(all="ignore"):
-            getattr(self, f"_{self.spec.kind}")(grid, *self.values())
+            getattr(self, f"_{self.spec.kind}")(grid, *values)
 
     def values(self) -> tuple[Any, ...]:
         """The launch's arguments: typed arrays and counts, in entry order."""
@@ -196,8 +203,20 @@ class PackedPyEntry(PyEntry):
         self._roles = _ROLES[spec.kind]
         self._dtypes = {role: np.dtype(t) for role, t in spec.value_types}
 
+    def __call__(self, grid: int, stream: Stream) -> None:
+        if isinstance(stream, QueuedStream):  # a driver copies the argument bytes at launch
+            raw = bytes(self.args.data)
+            stream.pending.append(lambda: self.run(grid, self.decode(raw)))
+        else:
+            super().__call__(grid, stream)
+
     def values(self) -> tuple[Any, ...]:
-        layout, raw = self.args.layout, bytes(self.args.data)
+        return self.decode(bytes(self.args.data))
+
+    def decode(self, raw: bytes) -> tuple[Any, ...]:
+        """The arguments packed in ``raw``: each address resolved to the memory it names
+        (when the launch runs), the params decoded into ``args.params``."""
+        layout = self.args.layout
         if layout.params_offset >= 0:
             size = layout.slots[-1].size
             self.args.params = self.convert(raw[layout.params_offset:layout.params_offset + size])
@@ -286,9 +305,13 @@ class PackedPyDevice(PyDevice):
         self._buffers.append(buf)
         return buf
 
+    def known(self) -> list[PyBuffer]:
+        """The buffers whose addresses :meth:`resolve` maps back (its allocations)."""
+        return self._buffers
+
     def resolve(self, addr: int, dtype: np.dtype) -> np.ndarray:
         """The live buffer memory at device address ``addr``, from there to its end."""
-        for buf in self._buffers:
+        for buf in self.known():
             if not buf.freed and buf.addr <= addr < buf.addr + max(buf.nbytes, 1):
                 rest = buf.mem[addr - buf.addr:]
                 return rest[:rest.size // dtype.itemsize * dtype.itemsize].view(dtype)
@@ -309,6 +332,63 @@ class PackedPyDevice(PyDevice):
     def pin(self, host: np.ndarray) -> bool:
         """Host memory is all this device has: nothing to lock."""
         return True
+
+
+class QueuedStream(Stream):
+    """A queue whose launches run when it (or its device) is synchronized, as a driver's
+    run after their call returns (transfers stay synchronous)."""
+
+    def __init__(self, device: PackedHostPyDevice) -> None:
+        self.device = device
+        self.pending: list[Callable[[], None]] = []
+
+    def synchronize(self) -> None:
+        while self.pending:
+            self.pending.pop(0)()
+
+    def query(self) -> bool:
+        return not self.pending
+
+
+class PackedHostPyDevice(PackedPyDevice):
+    """Packed arguments on host memory: declares ``host_memory``; ``run`` borrows the
+    caller's arrays and packs their addresses, which :meth:`resolve` maps back when a
+    launch runs. Launches are queued (:class:`QueuedStream`): a ``run`` that returned
+    before synchronizing, or dropped its borrowed buffers first, would show."""
+
+    capabilities = frozenset({"host_memory", "streams"})
+
+    def __init__(self, backend: str, ordinal: int) -> None:
+        super().__init__(backend, ordinal)
+        self._borrowed: weakref.WeakValueDictionary[int, PyBuffer] = \
+            weakref.WeakValueDictionary()
+        self.borrows = 0
+        self._streams = [QueuedStream(self)]
+
+    @property
+    def stream(self) -> QueuedStream:
+        return self._streams[0]
+
+    def create_stream(self) -> QueuedStream:  # type: ignore[override]
+        """A new queue, synchronized with the device."""
+        self._streams.append(QueuedStream(self))
+        return self._streams[-1]
+
+    def synchronize(self) -> None:
+        """Run every queued launch."""
+        for s in self._streams:
+            s.synchronize()
+
+    def borrow(self, host: np.ndarray) -> PyBuffer:
+        """A buffer over ``host``'s memory, known to :meth:`resolve` while it lives."""
+        buf = super().borrow(host)
+        self._borrowed[id(buf)] = buf
+        self.borrows += 1
+        return buf
+
+    def known(self) -> list[PyBuffer]:
+        """Its allocations and the borrowed host arrays still alive."""
+        return [*self._buffers, *self._borrowed.values()]
 
 
 class PyCompiler(Compiler):
@@ -341,13 +421,14 @@ class PyBackend:
     def __init__(self, name: str = "pytest", *, priority: int = 50, available: bool = True,
                  reason: str = "", compile_error: str = "", api_version: int = 2,
                  probe_error: str = "", unsupported_types: tuple[str, ...] = (),
-                 host_memory: bool = True, devices: int = 1,
+                 host_memory: bool = True, packed: bool = False, devices: int = 1,
                  warnings: tuple[str, ...] = ()) -> None:
         self.name, self.priority, self.available, self.reason = name, priority, available, reason
         self.compile_error, self.api_version = compile_error, api_version
         self.probe_error, self.unsupported_types = probe_error, unsupported_types
-        self.device_class = PyDevice if host_memory else PackedPyDevice
-        self.features = FEATURES if host_memory else ("entries",)
+        self.device_class: type[PyDevice] = PackedPyDevice if not host_memory else \
+            PackedHostPyDevice if packed else PyDevice
+        self.features = FEATURES if self.device_class is PyDevice else ("entries",)
         self.devices = devices
         self.warnings = warnings
         self.probes = 0

@@ -241,6 +241,73 @@ def test_the_record_is_cleared_after_it_is_raised() -> None:
     np.testing.assert_array_equal(dst, src)
 
 
+# ---- helper functions ------------------------------------------------------------------
+def ck_tap(q, i):
+    return q.w[i]  # helper params read
+
+
+def ck_first_set(i, k):
+    acc = g.local_array(g.i64, 4)
+    acc[i % 4] = i + 1
+    j = 0
+    while acc[j] == 0:  # helper local read
+        j += 1
+    return acc[k] + j  # helper local read k
+
+
+def ck_pair(q, i):
+    return ck_tap(q, i), q.w[0]
+
+
+@g.raw_kernel
+def ck_helpers(out: g.GlobalPtr[g.f32], n: g.u64, k: g.i64, p: Taps):
+    i = B.global_id(0)
+    if i < n:
+        a, b = ck_pair(p, i)
+        out[i] = a + b + g.f32(ck_first_set(i, k)) if i >= 0 else g.f32(0)
+
+
+def test_a_helpers_accesses_are_checked_and_name_the_helpers_line() -> None:
+    """A helper cannot write the record: it returns its first fault with its value, through
+    a helper calling it and a conditional expression, to the entry, which records it."""
+    k = g.RawKernel(ck_helpers, "cpu", checked=True)
+    taps = Taps(w=np.arange(1, 5, dtype=np.float32))
+    out = np.full(6, -1, np.float32)
+    k.launch(1, 8, [out, np.uint64(6), 0, taps])
+    err = _raise(k)
+    assert isinstance(err, OutOfBounds)
+    assert (err.kernel, err.array, err.access, err.index, err.extent, err.where) == \
+        ("ck_helpers", "q.w", "read", 4, 4, line_of("helper params read"))
+    # each thread's own oracle: the kernel as plain Python, an out-of-range read giving 0
+    w = [1, 2, 3, 4]
+    want = [(w[i] if i < 4 else 0) + 1 + (i + 1 if i % 4 == 0 else 0) + i % 4
+            for i in range(6)]
+    np.testing.assert_array_equal(out, want)
+
+
+def test_a_helpers_local_array_is_checked() -> None:
+    k = g.RawKernel(ck_helpers, "cpu", checked=True)
+    out = np.full(3, -1, np.float32)
+    k.launch(1, 4, [out, np.uint64(3), 5, Taps(w=np.arange(1, 5, dtype=np.float32))])
+    err = _raise(k)
+    assert isinstance(err, OutOfBounds)
+    assert (err.array, err.access, err.index, err.extent) == ("acc", "read", 5, 4)
+    assert err.where.rsplit(":", 1)[0] == str(HERE)  # the helper's file (its def line)
+    k.launch(1, 4, [out, np.uint64(3), 1, Taps(w=np.arange(1, 5, dtype=np.float32))])
+    k.synchronize()
+    np.testing.assert_array_equal(out, [1 + 1 + 0 + 0, 2 + 1 + 2 + 1, 3 + 1 + 0 + 2])
+
+
+def test_a_helper_without_checked_accesses_is_left_as_it_is() -> None:
+    ins = instrument(ck_helpers.lower())
+    plain = {f.name: f for f in ck_helpers.lower().functions}
+    for f in ins.kernel.functions[:-1]:
+        assert f.ret != plain[f.name].ret  # every helper here indexes an array
+    assert [s.array for s in ins.sites][:2] == ["q.w", "q.w"]
+    assert instrument(ck_shift_read.lower()).kernel.functions[:-1] == \
+        ck_shift_read.lower().functions[:-1]
+
+
 # ---- the CPU's races and barriers ------------------------------------------------------
 def test_shared_memory_race_names_both_threads_and_lines() -> None:
     k = g.RawKernel(ck_racy, "cpu", checked=True)
@@ -406,22 +473,28 @@ def ck_local(out: g.GlobalPtr[g.f32], k: g.i64):
 
 
 def test_local_arrays_are_checked_against_their_shape() -> None:
-    """A raw kernel's local array is one more checked array (the CPU does not run local
-    arrays in a raw kernel's body yet; the C family does)."""
+    """A raw kernel's local array is one more checked array, on the CPU too."""
     ins = instrument(ck_local.lower())
     assert [(s.access, s.array, s.shape) for s in ins.sites] == \
         [("write", "acc", (4,)), ("read", "acc", (4,)), ("write", "out", None)]
+    k = g.RawKernel(ck_local, "cpu", checked=True)
+    out = np.zeros(8, np.float32)
+    k.launch(1, 8, [out, 4])
+    with pytest.raises(g.OutOfBounds, match="read of 'acc' at index 4"):
+        k.synchronize()
 
 
 # ---- the C family ----------------------------------------------------------------------
-@pytest.mark.parametrize("name", ["transpose", "histogram", "atomics", "stencil", "saxpy"])
+@pytest.mark.parametrize("name", ["transpose", "histogram", "atomics", "stencil", "saxpy",
+                                  "helpers"])
 def test_checked_c_family_source_compiles(name: str) -> None:
     """NVRTC (CUDA) and hiprtc (HIP) compile the checked kernels, where they load."""
     pytest.importorskip("gompute_cuda")
     pytest.importorskip("gompute_hip")
     from gompute_core.compilation import compile_kernel
 
-    kir = instrument(EXAMPLES[name].kernel.lower()).kernel
+    kernel = ck_helpers if name == "helpers" else EXAMPLES[name].kernel
+    kir = instrument(kernel.lower()).kernel
     compiled = 0
     for module, cls, arch in (("gompute_cuda.compiler", "CudaCompiler", "sm_90"),
                               ("gompute_hip.compiler", "HipCompiler", "gfx90a")):

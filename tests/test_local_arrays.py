@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import gompute_core as g
-from gompute_core.errors import KernelSyntaxError, Unsupported
+from gompute_core.errors import KernelSyntaxError
 from gompute_core.frontend import lower
 from gompute_core.ir import nodes as ir
 from gompute_core.ir.printer import format_kernel
@@ -51,6 +51,13 @@ def tile(x):
     return t[0, 0] + t[0, 2] * 10.0 + last
 
 
+def tile_by_statement(x):
+    t = g.local_array(g.f64, (2, 3))
+    fill(t, x)  # called for what it writes: a statement, its result dropped
+    fill(t, t[0, 1])
+    return t[0, 0] + t[1, 2]
+
+
 def counts(x):
     hist = g.local_array(g.i32, 4)
     flags = g.local_array(bool, 2)
@@ -69,8 +76,9 @@ def _run_cpu(spec: object, x: np.ndarray) -> np.ndarray:
     return y
 
 
-@pytest.mark.parametrize(("fn", "t"), [(recurrence, F32), (tile, F64), (counts, np.int32)],
-                         ids=["recurrence", "helper_2d", "int_bool"])
+@pytest.mark.parametrize(("fn", "t"), [(recurrence, F32), (tile, F64),
+                                       (tile_by_statement, F64), (counts, np.int32)],
+                         ids=["recurrence", "helper_2d", "helper_statement", "int_bool"])
 def test_cpu_kernel_equals_the_function_run_as_python(fn: object, t: type) -> None:
     spec = g.map(f"la_{fn.__name__}", t, None, fn)  # type: ignore[attr-defined]
     x = np.linspace(-3, 3, 61).astype(t) if t is not np.int32 else np.arange(-30, 31, dtype=t)
@@ -124,7 +132,8 @@ def _compile_or_skip(spec: object, backend: str, arch: str) -> g.Artifact:
 def test_gpu_renderings_compile(backend: str, arch: str) -> None:
     for spec in (g.map(f"la_gpu_{backend}", F32, None, recurrence),
                  g.map(f"la_gpu2_{backend}", F64, None, tile),
-                 g.map(f"la_gpu3_{backend}", np.int32, None, counts)):
+                 g.map(f"la_gpu3_{backend}", np.int32, None, counts),
+                 g.map(f"la_gpu4_{backend}", F64, None, tile_by_statement)):
         art = _compile_or_skip(spec, backend, arch)
         assert "] = {0};" in art.source
     art = _compile_or_skip(la_raw_tile, backend, arch)
@@ -139,11 +148,62 @@ def test_opencl_rendering_declares_private_arrays() -> None:
     assert "double v_t[2][3] = {0};" in src and "v_t[(gp_i64)(" in src
 
 
-def test_cpu_raw_kernel_body_arrays_are_unsupported_by_name() -> None:
+def test_cpu_raw_kernel_body_arrays_run_per_thread() -> None:
+    """No barrier (one flat loop, an array per thread): each element as NumPy scalars
+    compute it, ``g.math.fma`` included."""
     pytest.importorskip("gompute_cpu")
-    with pytest.raises(Unsupported, match="'la_raw_tile': the CPU backend does not yet run "
-                                          "local arrays"):
-        g.RawKernel(la_raw_tile, "cpu")
+    n = 200
+    a = np.linspace(-1, 1, n).astype(F32)
+    out = np.zeros(n, F32)
+    k = g.RawKernel(la_raw_tile, "cpu")
+    k.launch(-(-n // 64), 64, [a, out, np.uint64(n)])
+    k.synchronize()
+    want = []
+    for v in a:
+        s = F32(0)
+        for r in range(4):
+            s = s + g.math.fma(v, F32(r), F32(r))
+        want.append(s)
+    assert np.array_equal(out, np.array(want, F32))
+
+
+@g.raw_kernel(block=32)
+def la_raw_phases(a: g.GlobalPtr[g.f32], out: g.GlobalPtr[g.f32], n: g.i64):
+    sh = B.shared_array(g.f32, 32)
+    acc = B.local_array(g.f32, (2, 3))
+    i = B.global_id(0)
+    t = B.local_id(0)
+    acc[1, 2] = a[i] * 2
+    sh[t] = acc[1, 2]
+    B.barrier()
+    for k in range(3):  # a block loop: every thread's array lives across its barriers
+        acc[0, k] += sh[(t + k) % 32]
+        B.barrier()
+    if acc[0, 0] >= 0:
+        out[i] = acc[0, 0] + acc[0, 1] + acc[0, 2] + acc[1, 2] + acc[1, 0]
+
+
+def test_cpu_raw_kernel_body_arrays_live_across_barriers() -> None:
+    """With barriers (the block's threads as loops split into phases): every thread keeps
+    its own zeroed array from phase to phase."""
+    pytest.importorskip("gompute_cpu")
+    n = 128
+    a = np.arange(n, dtype=F32) - 50
+    out = np.full(n, -1, F32)
+    k = g.RawKernel(la_raw_phases, "cpu")
+    k.launch(n // 32, 32, [a, out, n])
+    k.synchronize()
+    doubled = (a * 2).reshape(-1, 32)
+    want = np.full(n, -1, F32).reshape(-1, 32)
+    for blk in range(n // 32):
+        for t in range(32):
+            acc = np.zeros((2, 3), F32)
+            acc[1, 2] = doubled[blk, t]
+            for kk in range(3):
+                acc[0, kk] += doubled[blk, (t + kk) % 32]
+            if acc[0, 0] >= 0:
+                want[blk, t] = acc[0, 0] + acc[0, 1] + acc[0, 2] + acc[1, 2] + acc[1, 0]
+    assert np.array_equal(out, want.reshape(-1))
 
 
 def test_barrier_checks_see_a_thread_dependent_array() -> None:
@@ -215,6 +275,21 @@ def array_as_value(x):
     return x
 
 
+def fill_no_return(t, x):
+    t[0] = x
+
+
+def helper_without_return(x):
+    t = g.local_array(g.f32, 2)
+    fill_no_return(t, x)
+    return t[0]
+
+
+def math_as_statement(x):
+    g.math.sin(x)
+    return x
+
+
 def float_index(x):
     t = g.local_array(g.f32, 2)
     return t[x]
@@ -231,8 +306,50 @@ def float_index(x):
     (wrong_rank, "has 2 dimensions, indexed with 1"),
     (array_as_value, "cannot assign a local array f32"),
     (float_index, "must be an integer, got f32"),
+    (helper_without_return, r"'fill_no_return' never returns a value \(a helper called for "
+                            r"what it writes .* 'return 0'"),
+    (math_as_statement, "a call of 'g.math.sin' as a statement"),
 ], ids=lambda v: getattr(v, "__name__", "message"))
 def test_misuse_is_a_kernel_syntax_error_at_its_line(fn: object, message: str) -> None:
     with pytest.raises(KernelSyntaxError, match=message) as info:
         lower(fn, [F32], F32, "k")
     assert info.value.filename == __file__
+
+
+def put(a, v, j):
+    a[j] = v
+    return 0
+
+
+@g.raw_kernel(block=32)
+def la_raw_statement(out: g.GlobalPtr[g.f32], n: g.u64, j: g.i64):
+    t = B.local_array(g.f32, 2)
+    i = B.global_id(0)
+    if i < n:
+        put(t, g.f32(i), j)  # a helper called for what it writes, as a statement
+        out[i] = t[0] * 3 + t[1]
+
+
+@pytest.mark.parametrize("checked", [False, True])
+def test_cpu_raw_helper_statement_writes_the_callers_array(checked: bool) -> None:
+    """The statement call runs (each thread's array as NumPy computes it); checked, a write
+    past the array inside the helper is an ``OutOfBounds`` naming the helper's array."""
+    pytest.importorskip("gompute_cpu")
+    n = 96
+    k = g.RawKernel(la_raw_statement, "cpu", checked=checked)
+    for j in (0, 1):
+        out = np.full(n, -1, F32)
+        k.launch(n // 32, 32, [out, np.uint64(n), np.int64(j)])
+        k.synchronize()
+        want = []
+        for i in range(n):
+            t = np.zeros(2, F32)
+            put(t, F32(i), j)
+            want.append(t[0] * F32(3) + t[1])
+        assert np.array_equal(out, np.array(want, F32))
+    if checked:
+        out = np.zeros(n, F32)
+        k.launch(n // 32, 32, [out, np.uint64(n), np.int64(2)])
+        with pytest.raises(g.OutOfBounds) as info:
+            k.synchronize()
+        assert (info.value.array, info.value.index, info.value.extent) == ("a", 2, 2)

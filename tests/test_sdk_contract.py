@@ -94,13 +94,25 @@ def test_a_half_implemented_capability_fails_naming_the_missing_method(
         exec(source, namespace)  # noqa: S102 - a class statement, so the check runs as written
 
 
-def test_declaring_host_memory_while_packing_is_refused() -> None:
-    with pytest.raises(UnsupportedBackend, match="declares 'host_memory' but packs"):
-        class Packing(_Base):  # noqa: F841 - defining it is what fails
-            capabilities = frozenset({"host_memory"})
+def test_a_packing_device_declares_host_memory_and_borrows() -> None:
+    """Packed arguments on host memory: declared, with ``host_array`` and ``borrow`` (run
+    packs the borrowed arrays' addresses); ``host_array`` alone declares nothing."""
+    class Packing(_Base):
+        def host_array(self, buf: Buffer, dtype: np.dtype) -> np.ndarray:
+            raise NotImplementedError
 
-            def host_array(self, buf: Buffer, dtype: np.dtype) -> np.ndarray:
-                raise NotImplementedError
+    assert Packing.capabilities == frozenset()
+
+    class Declared(Packing):
+        capabilities = frozenset({"host_memory"})
+
+        def borrow(self, host: np.ndarray) -> Buffer:
+            raise NotImplementedError
+
+    assert Declared.capabilities == {"host_memory"}
+    with pytest.raises(UnsupportedBackend, match="'host_memory' only in part: borrow"):
+        class NoBorrow(Packing):  # noqa: F841 - defining it is what fails
+            capabilities = frozenset({"host_memory"})
 
 
 def test_an_unknown_capability_is_refused() -> None:

@@ -13,18 +13,25 @@ A backend's device subclasses :class:`Device` and implements:
 Raw kernels (the ``"raw"`` kernel feature in ``BackendInfo.features``): ``_load_raw(artifact,
 kernel, args) -> launcher(grid, block, shared_bytes, stream)`` with ``args`` a
 :class:`~gompute_core.backend.RawArgBuffer`; the core checks the grid, the
-block (against ``max_block_dims``, ``max_block_threads`` and the kernel's declared
-shape), ``shared_bytes`` (against ``max_shared_bytes``) and every argument first.
+block (against the kernel's declared shape and :meth:`Device.check_launch`: ``max_block_dims``,
+``max_block_threads``), ``shared_bytes`` (against ``max_shared_bytes``) and every argument
+first. A spec's fixed ``block_size`` goes through the same :meth:`Device.check_launch` when
+the spec is loaded (:meth:`Device.check_kernel`).
 
 Optional, each declared in ``capabilities`` when present: ``create_stream``
 and ``create_event`` (``"streams"``, ``"events"``), graph capture on streams
 (``"graphs"``), ``pinned``/``pin`` (``"pinned_memory"``: page-locked host
 memory, so async copies really overlap), ``borrow`` (``"host_memory"``: a
 buffer viewing a host array). A missing capability raises ``Unsupported``
-naming it. A device whose launcher calls a host function on host memory
-sets ``packs_arguments = False`` and implements ``host_array(buf, dtype)``:
-the core then hands it typed arrays instead of packed addresses, and ``run``
-launches on the caller's own arrays with no copy.
+naming it.
+
+Host memory (``"host_memory"``: ``run`` launches on the caller's own arrays, with no
+copy) composes with either way of taking arguments. A device whose launcher calls
+a host function on typed arrays sets ``packs_arguments = False`` and implements
+``host_array(buf, dtype)``: the core hands it those arrays instead of packed
+addresses. A device that packs its arguments (a C entry taking one argument
+buffer) declares ``"host_memory"`` and implements ``host_array`` and ``borrow``:
+``run`` borrows the caller's arrays and packs their addresses.
 
 Interop (:mod:`gompute_core.interop`), all optional: ``dlpack_device_type``
 makes buffers exportable and foreign arrays acceptable; a GPU device adds
@@ -94,11 +101,18 @@ def _implemented(cls: type, method: str) -> bool:
     return False
 
 
+HOST_MEMORY_PACKED = ("host_array", "borrow")
+"""What a device that packs its arguments implements to declare ``"host_memory"``: the core
+then borrows the caller's arrays (``borrow``) and packs their addresses."""
+
+
 def derive_capabilities(cls: type[Device]) -> frozenset[str]:
-    """``cls``'s capabilities: the declared ones plus every one whose methods it implements
-    (``"host_memory"``: ``packs_arguments = False``, which needs ``host_array``).
-    ``UnsupportedBackend`` naming the class, the capability and the missing method for a
-    capability declared but not implemented, or implemented in part."""
+    """``cls``'s capabilities: the declared ones plus every one whose methods it implements.
+    ``"host_memory"`` follows from ``packs_arguments = False`` (which needs ``host_array``);
+    a packing device declares it, and then needs ``host_array`` and ``borrow``
+    (:data:`HOST_MEMORY_PACKED`). ``UnsupportedBackend`` naming the class, the capability
+    and the missing method for a capability declared but not implemented, or implemented
+    in part."""
     declared = frozenset(cls.capabilities)
     unknown = declared - CAPABILITIES
     if unknown:
@@ -106,19 +120,15 @@ def derive_capabilities(cls: type[Device]) -> frozenset[str]:
                                  f"capabilities {sorted(unknown)}; known: {sorted(CAPABILITIES)}")
     derived = set(declared)
     for capability, methods in CAPABILITY_METHODS.items():
-        have = [m for m in methods if _implemented(cls, m)]
         if capability != "host_memory":
-            wanted = capability in declared or bool(have)
+            wanted = capability in declared or any(_implemented(cls, m) for m in methods)
         elif not cls.packs_arguments:
             wanted = True
-        elif capability in declared:
-            raise UnsupportedBackend(
-                f"{cls.__module__}.{cls.__qualname__} declares 'host_memory' but packs its "
-                "arguments: set packs_arguments = False and implement host_array")
-        else:
-            continue  # a packing device may still offer host_array (raw launches)
+        else:  # packed arguments on host memory: declared, with borrow for run's arrays
+            wanted, methods = capability in declared, HOST_MEMORY_PACKED
         if not wanted:
             continue
+        have = [m for m in methods if _implemented(cls, m)]
         missing = [m for m in methods if m not in have]
         if missing:
             raise UnsupportedBackend(
@@ -143,7 +153,8 @@ class Device(ABC):
     backend: ClassVar[str]
     capabilities: ClassVar[frozenset[str]] = frozenset()
     #: False for a backend whose launcher reads ``args.values``/``args.params`` (host calls)
-    #: rather than the packed bytes; the core then skips packing.
+    #: rather than the packed bytes; the core then skips packing. Whether ``run`` computes
+    #: on the caller's arrays is the capability ``"host_memory"``, in either mode.
     packs_arguments: ClassVar[bool] = True
     #: most bytes of kernel arguments one launch may pass (None: no limit)
     max_argument_bytes: int | None = None
@@ -223,13 +234,14 @@ class Device(ABC):
 
     def host_array(self, buf: Buffer, dtype: np.dtype) -> np.ndarray:
         """The host memory of ``buf`` as a flat array of ``dtype`` (capability
-        ``"host_memory"``: a device with ``packs_arguments = False`` computes on host memory,
-        and the core hands its launcher these arrays instead of packed addresses)."""
+        ``"host_memory"``; a device with ``packs_arguments = False`` gets these arrays in its
+        launcher instead of packed addresses)."""
         raise Unsupported(f"backend {self.backend!r} does not compute on host memory "
                           "(capability 'host_memory')")
 
     def borrow(self, host: np.ndarray) -> Buffer:
-        """A buffer viewing ``host``'s memory (capability ``"host_memory"``)."""
+        """A buffer viewing ``host``'s memory (capability ``"host_memory"``; required of a
+        packing device that declares it: ``run`` packs these buffers' addresses)."""
         raise Unsupported(f"backend {self.backend!r} cannot compute on host memory "
                           "(capability 'host_memory')")
 
@@ -284,6 +296,37 @@ class Device(ABC):
             raise ModuleLoadFailed(f"{self.backend}: cannot load an artifact of backend "
                                    f"{artifact.backend!r} ({artifact.entry!r})")
         return KernelProgram(self, artifact, kernel)
+
+    def check_launch(self, what: str, block: tuple[int, int, int], shared_bytes: int = 0,
+                     static_shared: int = 0) -> None:
+        """The launch-geometry check of every kernel, raw and spec alike: ``InvalidArgument``
+        naming ``what`` (the kernel, and for a spec its ``block_size``) when ``block``
+        exceeds this device's ``max_block_dims`` or ``max_block_threads``, or
+        ``shared_bytes`` of dynamic plus ``static_shared`` of static shared memory exceed
+        ``max_shared_bytes``. Raw launches call it per launch shape, ``Kernel`` once when a
+        spec (whose block is fixed) is loaded."""
+        where = f"{self.backend} device {self.ordinal}"
+        for axis, d, limit in zip("xyz", block, self.max_block_dims, strict=True):
+            if d > limit:
+                raise InvalidArgument(f"{what}: block {axis}={d} exceeds {where}'s limit "
+                                      f"{limit} (max_block_dims)")
+        threads = block[0] * block[1] * block[2]
+        if threads > self.max_block_threads:
+            raise InvalidArgument(f"{what}: block {block} ({threads} threads) exceeds {where}'s "
+                                  f"{self.max_block_threads} threads per block "
+                                  "(max_block_threads)")
+        if shared_bytes + static_shared > self.max_shared_bytes:
+            raise InvalidArgument(f"{what}: {shared_bytes} dynamic + {static_shared} static "
+                                  f"shared bytes exceed {where}'s {self.max_shared_bytes} "
+                                  "(max_shared_bytes)")
+
+    def check_kernel(self, kernel: KernelIR) -> None:
+        """The load-time checks of a spec's kernel (before compiling: the driver would refuse
+        every launch): its fixed ``block_size`` (:meth:`check_launch`) and its arguments'
+        bytes (:meth:`check_arguments`)."""
+        self.check_launch(f"{kernel.kind} spec {kernel.name!r} (block_size="
+                          f"{kernel.block_size})", (kernel.block_size, 1, 1))
+        self.check_arguments(kernel)
 
     def check_arguments(self, kernel: KernelIR) -> None:
         """``InvalidArgument`` when ``kernel``'s entry arguments (pointers, counts and the

@@ -115,8 +115,10 @@ def lower_function(program: Program, src: FunctionSource, arg_tys: Sequence[Ty |
         ret_ty = ret if ret is not None else returns
         if ret_ty is None:
             lower_block(context(var_types, True, None), body)  # reports an error hidden in collect
-            fail_at(src, src.node, f"kernel function '{src.name}' never returns a value",
-                    "Return")
+            fail_at(src, src.node, f"kernel function '{src.name}' never returns a value (a "
+                                   "helper called for what it writes into a local array "
+                                   "it is passed still returns one: end it with "
+                                   "'return 0')", "Return")
         ctx = context(var_types, True, ret_ty)
         stmts = lower_block(ctx, body)
         if not always_returns(stmts):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import types
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -18,6 +19,7 @@ from ..ir.nodes import (
     Break,
     Const,
     Continue,
+    Evaluate,
     Expr,
     ForRange,
     If,
@@ -27,6 +29,7 @@ from ..ir.nodes import (
     While,
 )
 from ..ir.uniformity import is_varying
+from ..raw import builtins as builtins_module
 from ..types import i64, is_int
 from . import arrays, memory, ops, tuples
 from .choice import (
@@ -49,6 +52,7 @@ from .expressions import (
     lower_operand,
     reject,
 )
+from .kmath import intrinsic_of
 from .limits import MAX_IR_DEPTH, ir_depth
 from .values import Ty, Value, coerce, is_scalar
 
@@ -352,6 +356,17 @@ def _loop_jump(ctx: FnContext, node: ast.stmt) -> list[Stmt]:
     return [Break() if isinstance(node, ast.Break) else Continue()]
 
 
+def _is_helper(ctx: FnContext, call: ast.Call) -> bool:
+    """Whether ``call`` calls a kernel function of the user's (a helper): not a ``g.math``
+    intrinsic nor a ``g.builtins`` function."""
+    func = lower_any(ctx, call.func)
+    obj = func.obj if isinstance(func, Static) else None
+    if isinstance(obj, staticmethod):
+        obj = obj.__func__
+    return (isinstance(obj, types.FunctionType) and intrinsic_of(obj) is None
+            and obj.__module__ != builtins_module.__name__)
+
+
 def _expr_stmt(ctx: FnContext, node: ast.Expr) -> list[Stmt]:
     value = node.value
     if isinstance(value, ast.Constant) and isinstance(value.value, str):
@@ -362,6 +377,10 @@ def _expr_stmt(ctx: FnContext, node: ast.Expr) -> list[Stmt]:
     if isinstance(value, (ast.Yield, ast.YieldFrom, ast.Await)):
         return reject(ctx, value)
     if isinstance(value, ast.Call):
+        if _is_helper(ctx, value):
+            # a helper may write an array it is passed (a local array): call it for that
+            v = lower_expr(ctx, value)
+            return [Evaluate(v.expr)] if ctx.emit else []
         return reject(ctx, node, f"a call of '{ast.unparse(value.func)}' as a statement (its "
                                  "result is unused; kernel functions have no side effects "
                                  "such as printing)")

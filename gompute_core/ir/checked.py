@@ -48,6 +48,7 @@ import numpy as np
 
 from ..errors import Unsupported
 from . import nodes as ir
+from .checked_calls import HelperFaults, checked_call, holds_check, returns
 from .kernel import RAW, KernelIR
 from .private import children, race_free
 
@@ -156,16 +157,20 @@ def _extents(base: ir.Var, extent_args: dict[str, ir.Var]) -> tuple[ir.Expr, ...
 
 
 class _Instrumenter:
-    def __init__(self, fn: ir.Function, serial: bool, block: tuple[int, int, int] | None
-                 ) -> None:
-        names = {n for n, _ in (*fn.args, *fn.locals)}
-        prefix = "ck_"
-        while any(n.startswith(prefix) for n in names):
-            prefix = "c" + prefix
+    """Rewrites one function: the entry (``helper`` None), or a helper function, whose faults
+    go to the :class:`~gompute_core.ir.checked_calls.HelperFaults` it returns them through.
+    ``block`` is the kernel's declared block shape (race tracking's private accesses)."""
+
+    def __init__(self, fn: ir.Function, serial: bool, prefix: str, sites: list[Site],
+                 calls: dict[str, ir.TupleType], helper: HelperFaults | None = None,
+                 block: tuple[int, int, int] | None = None) -> None:
         self.p = prefix
         self.fn = fn
         self.serial = serial
-        self.sites: list[Site] = []
+        self.sites = sites
+        self.calls = calls
+        """The instrumented helpers, by name, and their new return types."""
+        self.helper = helper
         self.fault = ir.Var(f"{prefix}fault", FaultRecord(u64))
         self.extent_args = {n: ir.Var(f"{prefix}n_{n}", u64) for n, t in fn.args
                             if isinstance(t, ir.PointerType)}  # type: ignore[arg-type]
@@ -210,9 +215,10 @@ class _Instrumenter:
                               f"{_MAX_SITES} array accesses")
         return len(self.sites)
 
-    def won(self, code: int) -> ir.Expr:
+    def won(self, code: int | ir.Expr) -> ir.Expr:
         """True in the thread whose compare-and-swap of word 0 from 0 to ``code`` wins."""
-        cas = ir.Atomic("cas", self.fault, (_c(0),), _c(code, u64), _c(0, u64), u64)  # type: ignore[arg-type]
+        value = _c(code, u64) if isinstance(code, int) else code
+        cas = ir.Atomic("cas", self.fault, (_c(0),), value, _c(0, u64), u64)  # type: ignore[arg-type]
         return _cmp("eq", cas, _c(0, u64))
 
     @staticmethod
@@ -222,7 +228,7 @@ class _Instrumenter:
                 **{6 + d: _u(_geo("local_id", d)) for d in range(3)},
                 10: _u(_geo("block_dim", 0)), 11: _u(_geo("block_dim", 1))}
 
-    def record(self, code: int, words: dict[int, ir.Expr]) -> ir.Expr:
+    def record(self, code: int | ir.Expr, words: dict[int, ir.Expr]) -> ir.Expr:
         """A bool expression that is always False and, when it wins the record (word 0 was
         0), writes ``words`` and the thread into it (by atomic exchanges: an expression
         cannot store)."""
@@ -234,9 +240,12 @@ class _Instrumenter:
         return _and(self.won(code),
                     _cmp("eq", _bin("bitand", acc, _c(0, u64), u64), _c(1, u64)))
 
-    def record_stmt(self, code: int, words: dict[int, ir.Expr]) -> ir.Stmt:
+    def record_stmt(self, code: int | ir.Expr, words: dict[int, ir.Expr]) -> ir.Stmt:
         """:meth:`record` as a statement (plain stores after the winning compare-and-swap:
-        less code on the cold path, so the hot one optimizes as before)."""
+        less code on the cold path, so the hot one optimizes as before); in a helper, the
+        first fault of the call kept for its caller."""
+        if self.helper is not None:
+            return self.helper.keep(code, words)
         stores = tuple(ir.Store(self.fault, (_c(k),), w)
                        for k, w in sorted(self.words(words).items()))
         return ir.If(self.won(code), stores, ())
@@ -252,7 +261,9 @@ class _Instrumenter:
             inside = _cmp("lt", _u(index[d]), extents[d])
             code = (BOUNDS << 32) | site
             words = {1: _u(index[d]), 2: extents[d], 9: _c(d, u64)}
-            rec, rec_stmt = self.record(code, words), self.record_stmt(code, words)
+            rec_stmt = self.record_stmt(code, words)
+            # a helper has no record to write from an expression: its accesses are hoisted
+            rec = _c(False, np.bool_) if self.helper is not None else self.record(code, words)
             ok = inside if ok is None else _and(inside, ok)
             fault = rec if fault is None else ir.Select(inside, fault, rec, np.bool_)  # type: ignore[arg-type]
             stmt = rec_stmt if stmt is None else ir.If(inside, (stmt,), (rec_stmt,))
@@ -352,11 +363,18 @@ class _Instrumenter:
     def expr(self, e: ir.Expr, hoist: list[ir.Stmt] | None) -> ir.Expr:
         """``e`` with its accesses checked; ``hoist`` collects assignments to run before the
         statement (None where ``e`` is evaluated conditionally)."""
+        if self.helper is not None and hoist is not None and \
+                isinstance(e, (ir.Select, ir.Logical)) and self.helper.checks(e):
+            return self.helper.linearize(self, e, hoist)
         if isinstance(e, ir.Select):
             return ir.Select(self.expr(e.cond, hoist), self.expr(e.if_true, None),
                              self.expr(e.if_false, None), e.type)
         if isinstance(e, ir.Logical):
             return ir.Logical(e.op, self.expr(e.lhs, hoist), self.expr(e.rhs, None), e.type)
+        if isinstance(e, ir.CallFunction) and e.func in self.calls:
+            args = tuple(self.expr(a, hoist) for a in e.args)
+            return checked_call(self, replace(e, args=args, type=self.calls[e.func]), e.type,
+                                hoist)
         if isinstance(e, (ir.Load, ir.LocalLoad, ir.Atomic)):
             return self.access(e, hoist)
         if isinstance(e, ir.Index):
@@ -371,6 +389,13 @@ class _Instrumenter:
             elif isinstance(child, _EXPRS):
                 changes[name] = self.expr(child, hoist)
         return replace(e, **changes)  # type: ignore[type-var]
+
+    def temp(self, t: ir.IRType) -> ir.Var:
+        """A new local of type ``t``."""
+        self.temps += 1
+        name = f"{self.p}t{self.temps}"
+        self.new_locals.append((name, t))
+        return ir.Var(name, t)
 
     def indices(self, index: tuple[ir.Expr, ...], hoist: list[ir.Stmt] | None, where: str
                 ) -> tuple[ir.Expr, ...]:
@@ -388,11 +413,9 @@ class _Instrumenter:
                     "conditional expression or a loop condition cannot be checked; "
                     "assign the atomic's result to a variable first")
             if hoist is not None and (atomic or self.reorder and _holds(i, _READS)):
-                self.temps += 1
-                name = f"{self.p}i{self.temps}"
-                self.new_locals.append((name, i.type))
-                hoist.append(ir.Assign(name, i))
-                i = ir.Var(name, i.type)
+                var = self.temp(i.type)
+                hoist.append(ir.Assign(var.name, i))
+                i = var
             out.append(i)
         return tuple(out)
 
@@ -424,8 +447,12 @@ class _Instrumenter:
         (i,) = self.indices((e.index,), hoist, e.where)
         length = base.type.length  # type: ignore[union-attr]
         site = self.site("read", base, e.where, (length,))
-        ok, fault, _ = self.bounds((i,), (_c(length, u64),), site)
+        ok, fault, fault_stmt = self.bounds((i,), (_c(length, u64),), site)
         zero = _zero(e.type) if isinstance(e.type, type) else None
+        if self.helper is not None:
+            assert hoist is not None  # a helper's conditional expressions are linearized
+            hoist.append(ir.If(ok, (), (fault_stmt,)))
+            fault = _c(False, np.bool_)
         if zero is None:  # an array of arrays: index 0 stands in (the record is written)
             return replace(e, base=base, index=ir.Select(_or_fault(ok, fault), i, _c(0, i.type),
                                                          i.type))
@@ -463,7 +490,11 @@ class _Instrumenter:
             cond = self.expr(s.cond, hoist)
             return [*hoist, ir.If(cond, self.body(s.body), self.body(s.orelse))]
         if isinstance(s, ir.While):
+            if self.helper is not None and self.helper.checks(s.cond):
+                return [self.helper.while_loop(self, s)]
             return [ir.While(self.expr(s.cond, None), self.body(s.body))]
+        if isinstance(s, ir.Return) and self.helper is not None and s.value is not None:
+            return self.helper.returned(self, self.expr(s.value, hoist), hoist)
         if isinstance(s, ir.ForRange):
             start, stop, step = (self.expr(x, hoist) for x in (s.start, s.stop, s.step))
             return [*hoist, ir.ForRange(s.var, start, stop, step, self.body(s.body))]
@@ -568,13 +599,31 @@ def _holds_atomic(e: ir.Expr) -> bool:
 
 
 def instrument(kir: KernelIR, serial: bool = False) -> Instrumented:
-    """``kir`` (a raw kernel) with every array access checked; ``serial`` adds shared-memory
-    race and barrier tracking (only where a block's threads run one after another)."""
+    """``kir`` (a raw kernel) with every array access checked, its helpers' included
+    (:mod:`.checked_calls`); ``serial`` adds shared-memory race and barrier tracking (only
+    where a block's threads run one after another)."""
     if kir.kind != RAW or not kir.functions:
         raise Unsupported(f"checked mode instruments raw kernels written in Python; "
                           f"{kir.name!r} is not one")
+    names = {n for f in kir.functions for n, _ in (*f.args, *f.locals)}
+    prefix = "ck_"
+    while any(n.startswith(prefix) for n in names):
+        prefix = "c" + prefix
+    sites: list[Site] = []
+    calls: dict[str, ir.TupleType] = {}
+    functions = []
+    for f in kir.functions[:-1]:  # callees before callers
+        if not holds_check(f.body, calls):
+            functions.append(f)
+            continue
+        faults = HelperFaults(prefix, calls)
+        hins = _Instrumenter(f, False, prefix, sites, calls, faults)
+        body = (*faults.prologue(), *hins.body(f.body))
+        calls[f.name] = returns(f)
+        functions.append(replace(f, ret=calls[f.name], body=body,
+                                 locals=(*f.locals, *faults.locals(), *hins.new_locals)))
     fn = kir.functions[-1]
-    ins = _Instrumenter(fn, serial, kir.block)
+    ins = _Instrumenter(fn, serial, prefix, sites, calls, block=kir.block)
     body = ins.body(fn.body)
     if ins.cleared:
         body = (*ins.prologue(), *body)
@@ -582,5 +631,5 @@ def instrument(kir: KernelIR, serial: bool = False) -> Instrumented:
     args = (*fn.args, *((v.name, v.type) for v in ins.extent_args.values()),
             (ins.fault.name, ins.fault.type))
     entry = replace(fn, args=args, locals=(*fn.locals, *ins.new_locals), body=body)
-    checked = replace(kir, functions=(*kir.functions[:-1], entry))
-    return Instrumented(checked, tuple(ins.sites), tuple(ins.extent_args), serial)
+    checked = replace(kir, functions=(*functions, entry))
+    return Instrumented(checked, tuple(sites), tuple(ins.extent_args), serial)

@@ -97,6 +97,10 @@ class Kind(ABC):
     """The arrays ``gompute_core.dask.map_blocks`` takes for this kind: ``(name, role)``;
     empty when map_blocks does not run it."""
     output_role: str = "T"
+    checkable: bool = False
+    """Whether :meth:`open` runs the kind's user code in checked mode (``checked=True``:
+    every array access of the element function and its helpers checked, see
+    ``docs/raw-kernels.md``); a kind that cannot refuses ``checked=True``."""
     run_args: tuple[str, ...] = ()
     """``run``'s positional arguments, in order (a last ``p`` may be left out)."""
     """The role of the array ``run`` returns (elementwise kinds and Dask's results)."""
@@ -134,10 +138,11 @@ class Kind(ABC):
         the kind's host plan on ``kernel``'s runner."""
 
     # ---- shared defaults ----------------------------------------------------------------------
-    def open(self, device: Any, spec: Spec) -> Any:
+    def open(self, device: Any, spec: Spec, checked: bool = False) -> Any:
         """The loaded program of ``spec`` on ``device`` when this kind brings its own
         device program (:mod:`.scan`'s raw kernels); None (the default) when the backend
-        compiles the kind's entry point and the core loads it as a ``KernelProgram``."""
+        compiles the kind's entry point and the core loads it as a ``KernelProgram``.
+        ``checked`` is True only for a :attr:`checkable` kind."""
         return None
 
     def per_block(self, kernel: KernelIR) -> int:

@@ -104,6 +104,7 @@ class ElementwiseKind(Kind):
     default_role = "out0"
     output_role = "out0"
     pipelines = False
+    checkable = True
     needs = frozenset({RAW})
     """Its entries are raw kernels (no barriers, shared memory or atomics): it runs on
     every backend that runs raw kernels."""
@@ -119,13 +120,14 @@ class ElementwiseKind(Kind):
         raw = make_variant(spec, None).lower()  # type: ignore[arg-type]
         return IR(**common, functions=raw.functions, element=raw.element, block=raw.block)
 
-    def open(self, device: Any, spec: Spec) -> Any:
+    def open(self, device: Any, spec: Spec, checked: bool = False) -> Any:
         """The loaded program of ``spec`` on ``device`` (``Kernel``'s ``program``): its
         variants compiled on first use, the contiguous one at once (or taken from
-        ``$GOMPUTE_ARTIFACT_DIR`` when ``gompute build`` wrote it)."""
+        ``$GOMPUTE_ARTIFACT_DIR`` when ``gompute build`` wrote it); ``checked``: each
+        variant a checked raw kernel (the element function's accesses checked)."""
         from .elementwise_program import ElementwiseProgram
 
-        return ElementwiseProgram(spec, device)  # type: ignore[arg-type]
+        return ElementwiseProgram(spec, device, checked)  # type: ignore[arg-type]
 
     def arity_error(self, got: int) -> InvalidArgument | None:
         """None: ``run`` takes any number of positional inputs and names a wrong count

@@ -59,8 +59,8 @@ def buffer_operand(buf: Buffer, name: str, dtype: np.dtype, device: Device,
     if count > held:
         raise InvalidArgument(f"{name}: holds {held} elements, the launch needs {count}")
     host = None
-    if not device.packs_arguments:
-        host = device.host_array(buf, dtype)[:count]  # type: ignore[attr-defined]
+    if device.has("host_memory"):
+        host = device.host_array(buf, dtype)[:count]
     return Operand(name, dtype, (count,), (1,), buf.addr, False, host=host, buffer=buf,
                    keep=buf)
 

@@ -57,8 +57,10 @@ class _Allocated(TypedView):
 class ElementwiseProgram:
     """``spec`` on ``device``: ``run``, ``launch``, ``stream``, ``close`` (module docstring)."""
 
-    def __init__(self, spec: ElementwiseSpec, device: Device) -> None:
+    def __init__(self, spec: ElementwiseSpec, device: Device, checked: bool = False) -> None:
         self.spec, self.device = spec, device
+        self.checked = checked
+        """Whether the variants are checked raw kernels (:meth:`synchronize` raises)."""
         self.block_size = spec.block_size
         self._stream: Stream = device.stream
         self._lock = threading.Lock()
@@ -74,7 +76,8 @@ class ElementwiseProgram:
                                               t)
                          for k, (name, t) in enumerate(zip(spec.names, spec.ins, strict=True))
                          if spec.is_scalar(k)}
-        self._host = not device.packs_arguments
+        self._host = device.has("host_memory")
+        """Host arrays are borrowed in place (a device computing on host memory)."""
         self._grid_cap = device.max_grid_blocks(spec.block_size)
         self._buffer_classes: set[type] = set()
         """Buffer subclasses met so far (``isinstance`` against the ABC, once per class)."""
@@ -106,7 +109,8 @@ class ElementwiseProgram:
                 found = self._variants.get(key)
                 if found is None:
                     definition = make_variant(self.spec, ndim, strided_grid)
-                    found = RawKernel(definition, self.device.backend, self.device.ordinal)
+                    found = RawKernel(definition, self.device.backend, self.device.ordinal,
+                                      checked=self.checked)
                     self._variants[key] = found
                     if ndim is not None:
                         self._metas[found] = definition.params_class  # type: ignore[assignment]
@@ -186,8 +190,19 @@ class ElementwiseProgram:
             self._staged(values, ins, done, p)
         else:
             self._launch(values, ins, done, p)
+            if host and self.device.packs_arguments:
+                self._stream.synchronize()  # a driver's launch may return before it ran
+        if self.checked:
+            self.synchronize()
         results = tuple(given)
         return results[0] if self.spec.single else results
+
+    def synchronize(self) -> None:
+        """Wait for the device; checked, raise the first fault of a variant since the last
+        synchronization (``OutOfBounds`` naming the element function's array and line)."""
+        self.device.synchronize()
+        for variant in list(self._variants.values()):
+            variant.raise_faults()
 
     def launch(self, *args: Any, out: Any = None, n: int | None = None, p: Any = None) -> None:
         """Enqueue one launch on device operands (module docstring); no allocation, copy or

@@ -2,9 +2,12 @@
 
 Three ways, chosen per call from what the device declares:
 
-* **host memory** (a device with ``packs_arguments = False``, whose launcher
-  calls a host function: the CPU, the reference backend): the launch gets the
-  caller's (already validated) arrays; nothing is copied.
+* **host memory** (a device with the capability ``"host_memory"``: the CPU, the
+  reference backend): the launch gets the caller's (already validated) arrays;
+  nothing is copied. A launcher that calls a host function on typed arrays
+  (``packs_arguments = False``) gets the arrays themselves; a packing one gets
+  the addresses of buffers the device borrows over them (``Device.borrow``), and
+  ``run`` waits for the launch before the borrowed buffers are dropped.
 * **pipelined** (a device with ``"streams"`` whose ``pin`` page-locks the
   caller's arrays): the arrays are cut into chunks of 1-8 MiB; each chunk's
   upload, launch and download go on one of two streams in turn, so the
@@ -99,7 +102,9 @@ class Runner:
     def __init__(self, program: KernelProgram, spec: Spec) -> None:
         self.program, self.spec = program, spec
         self.device = program.device
-        self.host = not self.device.packs_arguments
+        self.host = self.device.has("host_memory")
+        self._borrows = self.host and self.device.packs_arguments
+        """Host memory with packed arguments: the caller's arrays are borrowed."""
         self._free: list[_Scratch] = []
         self._all: list[_Scratch] = []
         self._lock = threading.Lock()
@@ -141,6 +146,19 @@ class Runner:
                                   "device; pass them all on one side")
         return True
 
+    def _on_host(self, grid: int, values: tuple[Any, ...], p: Any) -> None:
+        """Launch on the caller's arrays among ``values`` (counts are ints): as they are
+        for a launcher that takes host arrays; on a packing device, as the addresses of
+        buffers borrowed over them, waiting for the launch while they are held."""
+        prog = self.program
+        if not self._borrows:
+            prog.enqueue(prog.stream, grid, values, p)
+            return
+        held = [self.device.borrow(v) if isinstance(v, np.ndarray) else None for v in values]
+        prog.enqueue(prog.stream, grid, tuple(v if b is None else b.addr
+                                              for v, b in zip(values, held, strict=True)), p)
+        prog.stream.synchronize()
+
     def _in_place(self, arrays: tuple[DeviceArray, ...], grid: int,
                   values: tuple[Any, ...], p: Any) -> None:
         prog = self.program
@@ -155,7 +173,7 @@ class Runner:
         ``n`` elements; the kind's ``arrays`` say which are read and written)."""
         prog = self.program
         if self.host:
-            prog.enqueue(prog.stream, prog.grid(n), (*arrays, n), p)
+            self._on_host(prog.grid(n), (*arrays, n), p)
             return
         if self._on_device(arrays):
             self._in_place(arrays, prog.grid(n), (*(a.addr for a in arrays), n), p)
@@ -228,7 +246,7 @@ class Runner:
         if self.host:
             blocks = self.device.run_reduce_blocks(prog.entry, n, prog.block_size)
             partials = np.empty(blocks, T)
-            prog.enqueue(prog.stream, blocks, (data, n, partials), p)
+            self._on_host(blocks, (data, n, partials), p)
             # one block's partial already starts from the identity: it is the result
             return partials[0] if blocks == 1 else self.spec.fold(partials)
         spans = self._reduce_spans(n, size)
@@ -312,7 +330,7 @@ class Runner:
         """Gather or scatter ``n`` elements (``bound``: ``len(src)`` or ``len(out)``)."""
         prog = self.program
         if self.host:
-            prog.enqueue(prog.stream, prog.move_grid(n), (src, idx, out, n, bound), None)
+            self._on_host(prog.move_grid(n), (src, idx, out, n, bound), None)
             return
         if self._on_device((src, idx, out)):
             self._in_place((src, idx, out), prog.move_grid(n),  # type: ignore[arg-type]

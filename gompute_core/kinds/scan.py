@@ -162,7 +162,7 @@ class ScanKind(Kind):
                         pre=f"{spec.name}_pre" if pre else None,
                         identity=Const(spec.identity, T))
 
-    def open(self, device: Any, spec: Spec) -> Any:
+    def open(self, device: Any, spec: Spec, checked: bool = False) -> Any:
         """A :class:`~gompute_core.kinds.scan_program.ScanProgram` of ``spec`` on
         ``device``: its raw kernels compiled and loaded."""
         from .scan_program import ScanProgram

@@ -52,14 +52,18 @@ def want_checked(checked: Any) -> bool:
     return checked
 
 
-def checked_unavailable(kernel: str, what: str, checked: Any) -> None:
-    """A kernel that cannot be instrumented (C source, a prebuilt artifact): refused with
-    ``checked=True``; with ``$GOMPUTE_CHECKED=1`` it runs unchecked, with a warning."""
+def checked_unavailable(kernel: str, what: str, checked: Any,
+                        hint: str = "load its @g.raw_kernel definition") -> None:
+    """A kernel that cannot be instrumented (C source, a prebuilt artifact, a spec whose
+    entry a backend renders): refused with ``checked=True``; with ``$GOMPUTE_CHECKED=1``
+    it runs unchecked, with a warning. ``kernel`` names it (a raw kernel's name, or a
+    description such as ``spec 'x'``), ``what`` says why, ``hint`` what to do instead."""
+    label = f"raw kernel {kernel!r}" if kernel.isidentifier() else kernel
     if checked is True:
-        raise Unsupported(f"raw kernel {kernel!r}: checked mode instruments kernels written in "
-                          f"Python; this one is {what} (load its @g.raw_kernel definition)")
+        raise Unsupported(f"{label}: checked mode instruments kernels written in Python; "
+                          f"this one is {what} ({hint})")
     if checked is None and checked_default():
-        warnings.warn(f"${CHECKED_ENV}=1: raw kernel {kernel!r} is {what} and runs unchecked",
+        warnings.warn(f"${CHECKED_ENV}=1: {label} is {what} and runs unchecked",
                       GomputeWarning, stacklevel=3)
 
 

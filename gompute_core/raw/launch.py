@@ -1,8 +1,9 @@
 """``g.RawKernel``: a raw kernel loaded on one backend's device, and launched checked.
 
 Every check happens here, once for every backend, before the driver sees
-anything: the grid and block (against the device's limits and the block
-shape the kernel declares), the dynamic shared memory, each argument's type
+anything: the grid and block (against the block shape the kernel declares,
+and the device's limits through :meth:`~gompute_core.backend.Device.check_launch`,
+the check spec kernels get when loaded), the dynamic shared memory, each argument's type
 against the signature (a ``float64`` where an ``f32`` is declared is an
 ``InvalidArgument`` naming the argument's index and name: never a silent
 reinterpretation), buffers of another device or freed, and the element
@@ -193,6 +194,9 @@ class RawKernel:
         self.block: tuple[int, int, int] | None = kir.block
         self._params_class = params_class
         self._static_shared = _static_shared_bytes(kir)
+        declared = "" if self.block is None else f" (declared block={self.block})"
+        dev.check_launch(f"raw kernel {self.name!r}{declared}", self.block or (1, 1, 1), 0,
+                         self._static_shared)  # a kernel no launch could run fails here
         self.args = RawArgBuffer(raw_arg_layout(slots))
         self._convert = [self._converter(k, name, t) for k, (name, t) in enumerate(slots)]
         self._bounds = [(self._index(b.ptr), b) for b in bounds]
@@ -359,22 +363,11 @@ class RawKernel:
         if self.block is not None and b3 != self.block:
             raise InvalidArgument(f"{self.name}: launched with block {b3} but the kernel "
                                   f"declares block={self.block}")
-        dev = self.device
-        for axis, d, limit in zip("xyz", b3, dev.max_block_dims, strict=True):
-            if d > limit:
-                raise InvalidArgument(f"{self.name}: block {axis}={d} exceeds {self.backend} "
-                                      f"device {self.ordinal}'s limit {limit}")
-        if b3[0] * b3[1] * b3[2] > dev.max_block_threads:
-            raise InvalidArgument(f"{self.name}: block {b3} exceeds {self.backend} device "
-                                  f"{self.ordinal}'s {dev.max_block_threads} threads per block")
         if isinstance(shared_bytes, bool) or not isinstance(shared_bytes, (int, np.integer)) \
                 or shared_bytes < 0:
             raise InvalidArgument(f"{self.name}: shared_bytes must be a non-negative int, got "
                                   f"{shared_bytes!r}")
-        if shared_bytes + self._static_shared > dev.max_shared_bytes:
-            raise InvalidArgument(f"{self.name}: {shared_bytes} dynamic + {self._static_shared} "
-                                  f"static shared bytes exceed {self.backend} device "
-                                  f"{self.ordinal}'s {dev.max_shared_bytes}")
+        self.device.check_launch(self.name, b3, int(shared_bytes), self._static_shared)
         checked = (g3, b3, int(shared_bytes))
         if len(self._geometry) > 256:
             self._geometry.clear()
@@ -411,6 +404,11 @@ class RawKernel:
         checked mode the first fault of the kernel since the last synchronization raises
         ``OutOfBounds`` or ``DataRace``."""
         self.device.synchronize()
+        self.raise_faults()
+
+    def raise_faults(self) -> None:
+        """Checked: raise the first fault since the last one, read from the device (which
+        the caller synchronized); unchecked: nothing."""
         if self._faults is not None:
             self._faults.raise_if_set()
 

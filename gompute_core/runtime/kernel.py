@@ -25,10 +25,25 @@ from ..kinds.run import Runner
 from ..kinds.support import runs
 from ..plugins import manager
 from ..plugins.records import Artifact, BackendInfo, CompileRequest
+from ..raw.checked import checked_unavailable, want_checked
 from ..specs import Spec
 from ..types import short_name
 from . import checks
 from .compile import compile_options, contracted, find_prebuilt
+
+
+def spec_checked(spec: Spec, checked: Any) -> bool:
+    """Whether ``spec`` runs checked: ``checked`` (None: ``$GOMPUTE_CHECKED``) where its
+    kind is :attr:`~gompute_core.kinds.base.Kind.checkable`; ``checked=True`` on another
+    kind is ``Unsupported``, the environment's request runs it unchecked with a warning."""
+    want = want_checked(checked)
+    if not want or spec.kind_object.checkable:
+        return want
+    why = f"a {spec.kind} spec, whose entry each backend renders (only an elementwise " \
+        "spec runs as raw kernels the core writes, and checks)"
+    checked_unavailable(f"spec {spec.name!r}", why, checked,
+                        "write it with g.elementwise to run it checked")
+    return False
 
 
 def capability_gap(info: BackendInfo, spec: Spec) -> str:
@@ -50,7 +65,12 @@ class Kernel:
     options (NVRTC's, hiprtc's, ...; the CPU backend takes none); ``contract=True``
     lets the compiler fuse ``a * b + c`` into one fused multiply-add, so results may
     differ between backends and from the oracle (off by default: the same bits
-    everywhere). Both are part of the compile cache's key.
+    everywhere). Both are part of the compile cache's key. ``checked=True`` (default:
+    ``$GOMPUTE_CHECKED``) runs the spec in checked mode, where its kind allows it
+    (``Kind.checkable``): every access of the element function and its helpers to a
+    params array or a local array is checked, and ``run`` (or :meth:`synchronize` after
+    ``launch``) raises ``OutOfBounds`` for the first one out of range
+    (``docs/raw-kernels.md``).
     """
 
     spec: Spec
@@ -64,16 +84,18 @@ class Kernel:
 
     def __init__(self, spec: Spec, backend: str, device: int = 0, *,
                  artifact_dir: str | None = None, options: Sequence[str] = (),
-                 contract: bool = False) -> None:
+                 contract: bool = False, checked: bool | None = None) -> None:
         if not isinstance(spec, Spec):
             raise InvalidArgument(f"spec: expected a Spec (g.map, g.sum, ...), got {spec!r}")
         if not isinstance(backend, str):
             raise InvalidArgument(f"backend: expected a backend name, got {backend!r}")
         self._open(spec, backend, device, artifact_dir,
-                   compile_options(options, f"Kernel({spec.name!r})"), contract)
+                   compile_options(options, f"Kernel({spec.name!r})"), contract,
+                   spec_checked(spec, checked))
 
     def _open(self, spec: Spec, backend: str, ordinal: int, artifact_dir: str | None,
-              options: tuple[str, ...] = (), contract: bool = False) -> None:
+              options: tuple[str, ...] = (), contract: bool = False,
+              checked: bool = False) -> None:
         """Lower, compile (or find prebuilt), load; set every attribute of the handle."""
         self._closed_flag = True
         info = manager.require(backend).info
@@ -86,8 +108,10 @@ class Kernel:
                               "silently ignored)")
         kir = contracted(spec.lower(), contract, f"Kernel({spec.name!r})")
         device = manager.open_device(backend, ordinal)
-        device.check_arguments(kir)  # before compiling: the driver would refuse the launch
-        program = spec.kind_object.open(device, spec)  # a kind with its own device program
+        device.check_kernel(kir)  # before compiling: block size and argument bytes
+        # a kind with its own device program
+        program = spec.kind_object.open(device, spec, checked) if checked else \
+            spec.kind_object.open(device, spec)
         if program is None:
             artifact = find_prebuilt(kir, backend, device.arch, artifact_dir, options)
             if artifact is None:
@@ -98,6 +122,8 @@ class Kernel:
             artifact = program.artifact
         self.spec, self.backend, self.ordinal = spec, backend, ordinal
         self.kernel_ir, self.artifact = kir, artifact
+        self.checked = checked
+        """Whether the spec runs in checked mode."""
         self.device = device
         self.program = program
         self.launch = program.launch
@@ -134,6 +160,15 @@ class Kernel:
     def closed(self) -> bool:
         """True after :meth:`close`."""
         return self._closed_flag
+
+    def synchronize(self) -> None:
+        """Wait for all work on the device; in checked mode, raise the first fault of the
+        kernel since the last synchronization (``OutOfBounds``)."""
+        sync = getattr(self.program, "synchronize", None) if self.checked else None
+        if sync is None:
+            self.device.synchronize()
+        else:
+            sync()
 
     def reduce_blocks(self, count: int) -> int:
         """Partials a reduce launch over ``count`` elements writes.
@@ -222,15 +257,18 @@ class AutoKernel(Kernel):
     or cannot run the kind/types is skipped silently. One that is available
     but fails to compile or load the kernel — or a plugin that failed to
     import — is skipped with a ``GomputeWarning`` naming the cause;
-    ``AutoKernel.strict(spec)`` raises instead. ``contract`` as for :class:`Kernel`.
+    ``AutoKernel.strict(spec)`` raises instead. ``contract`` and ``checked`` as for
+    :class:`Kernel`.
     """
 
     def __init__(self, spec: Spec, *, strict: bool = False,
-                 artifact_dir: str | None = None, contract: bool = False) -> None:
+                 artifact_dir: str | None = None, contract: bool = False,
+                 checked: bool | None = None) -> None:
         if not isinstance(spec, Spec):
             raise InvalidArgument(f"spec: expected a Spec (g.map, g.sum, ...), got {spec!r}")
         # kernel-language errors (and a bad contract) are the user's, whatever the backend
         contracted(spec.lower(), contract, f"AutoKernel({spec.name!r})")
+        check = spec_checked(spec, checked)
         self.strict_mode = strict
         tried: list[str] = []
         env = manager.env_order()
@@ -248,7 +286,7 @@ class AutoKernel(Kernel):
                 tried.append(f"{name}: {gap}")
                 continue
             try:
-                self._open(spec, name, 0, artifact_dir, (), contract)
+                self._open(spec, name, 0, artifact_dir, (), contract, check)
             except Exception as exc:
                 self._skip_broken(spec, f"backend {name!r} is available but could not "
                                         f"compile or load {spec.name!r}: "
@@ -269,9 +307,10 @@ class AutoKernel(Kernel):
 
     @classmethod
     def strict(cls, spec: Spec, *, artifact_dir: str | None = None,
-               contract: bool = False) -> AutoKernel:
+               contract: bool = False, checked: bool | None = None) -> AutoKernel:
         """Like ``AutoKernel(spec)``, but a backend that is available and fails raises."""
-        return cls(spec, strict=True, artifact_dir=artifact_dir, contract=contract)
+        return cls(spec, strict=True, artifact_dir=artifact_dir, contract=contract,
+                   checked=checked)
 
     def selected(self) -> str:
         """The name of the backend in use."""

@@ -52,6 +52,10 @@ stretch of a valid kernel can observe (the threads of a GPU block interleave too
 thread no longer strides through memory alone: each round reads the neighbouring
 elements of all threads together, as a GPU's threads do. The values the loop carries from
 one round to the next live in one slot per thread (:attr:`Lockstep.carried`).
+
+A local array (``g.local_array``) is per-thread storage already: each thread of the block
+has its own row of one ``(threads, size)`` array (:attr:`Plan.local_arrays`), so it is
+never a thread variable's slot nor carried by a lockstep loop.
 """
 
 from __future__ import annotations
@@ -179,6 +183,10 @@ class Plan:
     uniform: frozenset[str] = frozenset()
     """Uniform thread variables read by block control: one scalar per block, which each
     thread of a phase mentioning it starts from the phase's entry value."""
+    local_arrays: frozenset[str] = frozenset()
+    """The local arrays (``g.local_array``) of the body: one array per thread of the block
+    (a row of a ``(threads, size)`` array, zeroed when the block starts), never a thread
+    variable's slot nor a value a lockstep loop carries."""
 
     def preamble(self, phase: Phase) -> list[str]:
         """The rematerialized variables ``phase`` reads but does not assign, with their
@@ -481,10 +489,11 @@ def plan(fn: ir.Function, kernel: str) -> Plan:
     returns = any(holds(p.stmts, ir.Return) for p in phases)
     done = returns and (len(phases) > 1 or any(p.repeated for p in phases))
     uniform = frozenset(planner.block_read)
+    local = frozenset(name for name, t in fn.locals if isinstance(t, ir.LocalType))
     remat = {name: value for name, value in remat.items() if name not in uniform}
     arrays = frozenset(name for name, ps in in_phases.items() if name not in remat and (
-        len(ps) > 1 or ps[0].repeated) and name not in uniform)
+        len(ps) > 1 or ps[0].repeated) and name not in uniform and name not in local)
     thread = frozenset(planner.thread)
     for p in phases:
-        p.lockstep = _lockstep(fn, p, thread, planner.varying, arrays, remat)
-    return Plan(fn, items, phases, thread, arrays, remat, done, uses, uniform)
+        p.lockstep = _lockstep(fn, p, thread, planner.varying, arrays | local, remat)
+    return Plan(fn, items, phases, thread, arrays, remat, done, uses, uniform, local)

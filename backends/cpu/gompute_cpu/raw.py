@@ -89,6 +89,11 @@ class RawRenderer(FunctionRenderer):
         self.flat = False
         """True while rendering ``k_flat``: the thread is ``_gx`` of a 1-D launch."""
         self.shared = [(name, t) for name, t in fn.locals if isinstance(t, ir.SharedType)]
+        self.local_arrays: list[tuple[str, ir.LocalType]] = [
+            (name, t) for name, t in fn.locals if isinstance(t, ir.LocalType)]
+        """The body's local arrays: in ``k_block`` one slot per thread of a ``(_nt,
+        *shape)`` array (zeroed when the block starts; a helper gets the thread's slot), in
+        ``k_flat`` one array per thread."""
         self.lowered = list(dict.fromkeys(local for p in self.plan.phases
                                           if p.lockstep is not None
                                           for local in p.lockstep.locals))
@@ -102,12 +107,22 @@ class RawRenderer(FunctionRenderer):
     def name_of(self, name: str) -> str:
         if name in self.plan.arrays:
             return f"{var(name)}[_t]"
+        if name in self.plan.local_arrays and not self.flat:  # passed to a helper
+            return f"{var(name)}[{self.thread_row()}]"
         return var(name)
+
+    def thread_row(self) -> str:
+        """The index of the running thread's slot: ``_t``; in block control (a condition
+        of a loop or ``if`` holding a barrier, which the frontend allows only when every
+        thread computes the same value) thread 0's."""
+        return "_t" if self.in_thread else "0"
 
     def scratch(self) -> list[tuple[str, str]]:
         """(name, allocation) of every array a block uses: shared arrays, per-thread slots
         and the done flags."""
         out = [(var(n), f"np.empty({t.size}, {tname(t.elem)})") for n, t in self.shared]
+        out += [(var(n), f"np.empty((_nt, {', '.join(map(str, t.shape))}), {tname(t.elem)})")
+                for n, t in self.local_arrays]
         for name, t in self.fn.locals:
             if name in self.plan.arrays:
                 out.append((var(name), f"np.empty(_nt, {tname(t)})"))  # type: ignore[arg-type]
@@ -123,6 +138,20 @@ class RawRenderer(FunctionRenderer):
         return out
 
     # expressions -------------------------------------------------------------------------
+
+    def local_element(self, base: ir.Var, index: tuple[ir.Expr, ...]) -> str:
+        """The element ``base[index]`` of a local array: in ``k_flat`` the thread's own
+        array, in ``k_block`` the thread's slot of the block's array."""
+        parts = [self.expr(i) for i in index]
+        if self.flat:
+            return f"{var(base.name)}[{', '.join(parts)}]"
+        return f"{var(base.name)}[{', '.join([self.thread_row(), *parts])}]"
+
+    def visit_LocalLoad(self, e: ir.LocalLoad) -> str:
+        return self.local_element(e.base, e.index)
+
+    def visit_LocalStore(self, s: ir.LocalStore, depth: int) -> None:
+        self.emit(depth, f"{self.local_element(s.base, s.index)} = {self.expr(s.value)}")
 
     def visit_Geometry(self, e: ir.Geometry) -> str:
         axis = _AXES[e.dim]
@@ -339,7 +368,7 @@ class RawRenderer(FunctionRenderer):
             self.lockstep(p, p.lockstep, depth)
             return
         uses = self.plan.uses[p.index]
-        flat = self.plan.done_flags or bool(uses & self.plan.arrays)
+        flat = self.plan.done_flags or bool(uses & (self.plan.arrays | self.plan.local_arrays))
         self.save_uniform(p, depth)
         x_range, stmts = self.narrowed(p, depth)
         self.thread_body(p, stmts, self.thread_loops(depth, flat, x_range))
@@ -387,7 +416,7 @@ class RawRenderer(FunctionRenderer):
         its first assignment, on every path)."""
         for name in names:
             t = self.types_by_name[name]
-            if not isinstance(t, ir.SharedType) and name not in self.plan.arrays:
+            if not isinstance(t, (ir.SharedType, ir.LocalType)) and name not in self.plan.arrays:
                 if is_aggregate(t):
                     raise Unsupported(f"{self.fn.source}: a params-record local in a raw kernel")
                 self.emit(depth, f"{var(name)} = {zero(t)}")
@@ -459,6 +488,8 @@ class RawRenderer(FunctionRenderer):
         stop, stmts = self.flat_guarded(p)
         self.emit(1, f"for _gx in prange(_first, {stop}):")
         self.scalar_locals(thread, 2)
+        for name, t in self.local_arrays:  # zeroed, as the oracle's numpy.zeros
+            self.emit(2, f"{var(name)} = np.zeros({t.shape}, {tname(t.elem)})")
         self.thread_body(p, stmts, 2)
         return "\n".join(self.lines) + "\n"
 
@@ -477,6 +508,8 @@ class RawRenderer(FunctionRenderer):
                 self.emit(1, f"_t{axis} = np.int64(0)")
         if self.plan.done_flags:
             self.emit(1, "_done[:] = False")
+        for name, _ in self.local_arrays:  # every thread's array starts zeroed
+            self.emit(1, f"{var(name)}[:] = 0")
         if any(holds(p.stmts, ir.Return) for p in self.plan.phases):
             self.emit(1, "_ret = False")
         self.scalar_locals([name for name, _ in [*fn.locals, *self.lowered]], 1)
@@ -520,11 +553,6 @@ def render_raw_module(kir: KernelIR) -> str:
     construct the CPU cannot run, naming the kernel)."""
     helpers: set[tuple[str, ScalarType]] = set()
     sources = [FunctionRenderer(fn, helpers).render() for fn in kir.functions[:-1]]
-    if any(isinstance(t, ir.LocalType) for _, t in kir.functions[-1].locals):
-        raise Unsupported(f"raw kernel {kir.name!r}: the CPU backend does not yet run local "
-                          "arrays (g.local_array) declared in a raw kernel's own body (CUDA, "
-                          "HIP and OpenCL do); declare them in a helper function the kernel "
-                          "calls")
     renderer = RawRenderer(kir, helpers)
     parts = [renderer.render_block(), renderer.render_entries()]
     atomics = renderer.atomics

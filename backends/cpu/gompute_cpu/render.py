@@ -337,6 +337,9 @@ class FunctionRenderer(Visitor):
         self.emit(depth, f"while {self.expr(s.cond)}:")
         self.block(s.body, depth + 1)
 
+    def visit_Evaluate(self, s: ir.Evaluate, depth: int) -> None:
+        self.emit(depth, self.expr(s.value))
+
     def visit_Break(self, s: ir.Break, depth: int) -> None:
         self.emit(depth, "break")
 
