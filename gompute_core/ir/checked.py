@@ -42,7 +42,7 @@ dimension) and of the access nodes :meth:`_Instrumenter.expr` and ``stmt`` rewri
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Literal, get_args
+from typing import Literal
 
 import numpy as np
 
@@ -50,7 +50,8 @@ from ..errors import Unsupported
 from . import nodes as ir
 from .checked_calls import HelperFaults, checked_call, holds_check, returns
 from .kernel import RAW, KernelIR
-from .private import children, race_free
+from .private import race_free
+from .walk import EXPRS, READS, children, reorderable
 
 RECORD_WORDS = 12
 """Words of the fault record: 0 the fault's code (0: none), 1 the index (or element),
@@ -202,7 +203,7 @@ class _Instrumenter:
         self.temps = 0
         self.reorder = False
         """Whether the statement being rewritten lets an index that reads memory be
-        evaluated before it (:func:`_reorderable`)."""
+        evaluated before it (:func:`~.walk.reorderable`)."""
 
     # -- the fault record ---------------------------------------------------------------
     def site(self, access: Literal["read", "write", "atomic", "barrier", "return"],
@@ -386,7 +387,7 @@ class _Instrumenter:
             child = getattr(e, name)
             if isinstance(child, tuple):
                 changes[name] = tuple(self.expr(c, hoist) for c in child)
-            elif isinstance(child, _EXPRS):
+            elif isinstance(child, EXPRS):
                 changes[name] = self.expr(child, hoist)
         return replace(e, **changes)  # type: ignore[type-var]
 
@@ -412,7 +413,7 @@ class _Instrumenter:
                     f"checked mode ({where}): an index computed by an atomic inside a "
                     "conditional expression or a loop condition cannot be checked; "
                     "assign the atomic's result to a variable first")
-            if hoist is not None and (atomic or self.reorder and _holds(i, _READS)):
+            if hoist is not None and (atomic or self.reorder and _holds(i, READS)):
                 var = self.temp(i.type)
                 hoist.append(ir.Assign(var.name, i))
                 i = var
@@ -468,7 +469,7 @@ class _Instrumenter:
 
     def stmt(self, s: ir.Stmt) -> list[ir.Stmt]:
         hoist: list[ir.Stmt] = []
-        self.reorder = _reorderable(s)
+        self.reorder = reorderable(s)
         if isinstance(s, (ir.Store, ir.LocalStore)):
             where = getattr(s, "where", "")
             index = self.indices(s.index, hoist, where)
@@ -547,9 +548,6 @@ def _or_fault(ok: ir.Expr, fault: ir.Expr) -> ir.Expr:
     return ir.Logical("or", ok, fault, np.bool_)  # type: ignore[arg-type]
 
 
-_EXPRS: tuple[type, ...] = get_args(ir.Expr)
-
-
 def _holds(obj: object, cls: type | tuple[type, ...]) -> bool:
     """True when an IR node of class ``cls`` (or one of them) is in ``obj`` (a node or a
     tuple of them)."""
@@ -563,33 +561,6 @@ def _holds(obj: object, cls: type | tuple[type, ...]) -> bool:
 
 
 _TYPES = (ir.PointerType, ir.SharedType, ir.StructType, ir.ArrayType)
-
-
-_READS = (ir.Load, ir.LocalLoad, ir.Index)
-
-
-def _effects(e: ir.Expr) -> int:
-    """The atomics (on the user's arrays) and function calls in ``e``."""
-    own = isinstance(e, ir.CallFunction) or (
-        isinstance(e, ir.Atomic) and not isinstance(e.base.type, CHECK_STATE))
-    return int(own) + sum(_effects(c) for c in children(e))
-
-
-def _reorderable(s: ir.Stmt) -> bool:
-    """True when a pure part of ``s``'s own expressions may be evaluated before the rest of
-    them: they have no effect, or one, an atomic that is the whole value of an assignment
-    or evaluation (its operands are all evaluated before it)."""
-    own = {ir.Store: ("index", "value"), ir.LocalStore: ("index", "value"),
-           ir.Assign: ("value",), ir.Evaluate: ("value",), ir.If: ("cond",),
-           ir.ForRange: ("start", "stop", "step")}.get(type(s), ())
-    exprs = [x for name in own for x in _flat(getattr(s, name))]
-    effects = sum(_effects(x) for x in exprs)
-    return effects == 0 or (effects == 1 and isinstance(s, (ir.Assign, ir.Evaluate))
-                            and isinstance(s.value, ir.Atomic))
-
-
-def _flat(obj: ir.Expr | tuple[ir.Expr, ...]) -> tuple[ir.Expr, ...]:
-    return obj if isinstance(obj, tuple) else (obj,)
 
 
 def _holds_atomic(e: ir.Expr) -> bool:

@@ -24,28 +24,14 @@ without a declared block gets no private accesses.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import get_args
 
 from . import nodes as ir
+from .walk import children, exprs_of
 
 _START = 0
 """The kernel's start, as the first barrier interval's opener (barriers are their ``id``)."""
 
-_EXPRS: tuple[type, ...] = get_args(ir.Expr)
-
 Openers = frozenset[int]
-
-
-def children(e: ir.Expr) -> list[ir.Expr]:
-    """The direct sub-expressions of ``e``."""
-    out: list[ir.Expr] = []
-    for name in e.__dataclass_fields__:
-        child = getattr(e, name)
-        if isinstance(child, tuple):
-            out += [c for c in child if isinstance(c, _EXPRS)]
-        elif isinstance(child, _EXPRS):
-            out.append(child)
-    return out
 
 
 @dataclass(frozen=True)
@@ -144,7 +130,7 @@ class _Walk:
         if isinstance(s, ir.Store) and s.base.name in self.shared:
             self.note(s, state)
         for name in ("index", "value", "cond"):
-            for x in _tuple(getattr(s, name, None)):
+            for x in exprs_of(getattr(s, name, None)):
                 self.expr(x, state)
         return frozenset() if isinstance(s, ir.Return) else state
 
@@ -164,12 +150,6 @@ class _Walk:
             if again == head:
                 return head | frame.breaks
             head = again
-
-
-def _tuple(obj: object) -> tuple[ir.Expr, ...]:
-    if isinstance(obj, tuple):
-        return tuple(x for x in obj if isinstance(x, _EXPRS))
-    return (obj,) if isinstance(obj, _EXPRS) else ()
 
 
 def _count_assignments(stmts: tuple[ir.Stmt, ...], counts: dict[str, int]) -> None:
