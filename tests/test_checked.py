@@ -25,7 +25,8 @@ from gompute_core.errors import (
     OutOfBounds,
     Unsupported,
 )
-from gompute_core.ir.checked import instrument
+from gompute_core.ir.checked import ShadowType, instrument
+from gompute_core.testing.kernels_raw import raw_transpose
 
 B = g.builtins
 HERE = Path(__file__).resolve()
@@ -195,6 +196,29 @@ def test_an_index_computed_by_an_atomic_is_evaluated_once() -> None:
     np.testing.assert_array_equal(memory, [1, 2, 3, -1, -1, -1])
 
 
+@g.raw_kernel
+def ck_bins(values: g.GlobalPtr[g.i32], n: g.u64, bins: g.GlobalPtr[g.u32]):
+    i = B.global_id(0)
+    if i < n:
+        B.atomic_add(bins, values[i], 1)  # binning atomic
+
+
+def test_an_atomic_indexed_by_a_loaded_value() -> None:
+    """The index (a read, kept in a new local) is checked, then used by the atomic."""
+    k = g.RawKernel(ck_bins, "cpu", checked=True)
+    values = np.array([0, 3, 1, 3, 9, 2, 3, -1], np.int32)
+    memory = np.zeros(6, np.uint32)
+    bins = memory[:4]
+    k.launch(1, 8, [values, np.uint64(8), bins])
+    err = _raise(k)
+    assert isinstance(err, OutOfBounds)
+    assert (err.array, err.access, err.extent, err.where) == \
+        ("bins", "atomic", 4, line_of("binning atomic"))
+    assert (err.index, err.thread) in ((9, (4, 0, 0)), (-1, (7, 0, 0)))
+    inside = values[(values >= 0) & (values < 4)]
+    np.testing.assert_array_equal(memory, np.r_[np.bincount(inside, minlength=4), 0, 0])
+
+
 def test_an_atomic_index_in_a_conditional_expression_is_refused() -> None:
     @g.raw_kernel
     def ck_atomic_in_select(out: g.GlobalPtr[g.f32], count: g.GlobalPtr[g.u32]):
@@ -296,6 +320,65 @@ def test_shared_memory_race_names_both_threads_and_lines() -> None:
     assert (err.thread, err.where) == ((1, 0, 0), line_of("racy write"))
     assert (err.other_thread, err.other_where) == ((0, 0, 0), line_of("racy read"))
     assert err.block == (0, 0, 0)
+
+
+@g.raw_kernel(block=8)
+def ck_loop_race(out: g.GlobalPtr[g.f32], rounds: g.i64):
+    s = B.shared_array(g.f32, 8)
+    tx = B.local_id(0)
+    r = 0
+    acc = g.f32(0)
+    while r < rounds:
+        s[tx] = g.f32(r)  # loop write
+        B.barrier()
+        acc += s[(tx + 1) % 8]  # loop read
+        r += 1
+    out[tx] = acc
+
+
+def test_race_between_a_read_and_the_next_iterations_write() -> None:
+    """``s[tx]`` is the thread's own element, but the read after the barrier shares its
+    interval with the next iteration's write (no barrier between them): both tracked.
+    The CPU runs every thread's read, then every thread's next write."""
+    k = g.RawKernel(ck_loop_race, "cpu", checked=True)
+    k.launch(1, 8, [np.zeros(8, np.float32), 1])
+    k.synchronize()  # one round: the read's interval ends with the kernel
+    k.launch(1, 8, [np.zeros(8, np.float32), 2])
+    err = _raise(k)
+    assert isinstance(err, DataRace)
+    assert (err.element, err.kind, err.thread, err.other_thread) == \
+        (0, "write after read", (0, 0, 0), (7, 0, 0))
+    assert (err.where, err.other_where) == (line_of("loop write"), line_of("loop read"))
+
+
+@g.raw_kernel(block=(8, 2))
+def ck_rows_collide(out: g.GlobalPtr[g.f32]):
+    s = B.shared_array(g.f32, 8)
+    tx = B.local_id(0)
+    s[tx] = g.f32(B.local_id(1))  # colliding write
+    B.barrier()
+    out[tx] = s[tx]
+
+
+def test_an_index_missing_a_block_dimension_is_tracked() -> None:
+    """``s[local_id(0)]`` in a block of two rows: two threads write each element."""
+    k = g.RawKernel(ck_rows_collide, "cpu", checked=True)
+    k.launch(1, (8, 2), [np.zeros(8, np.float32)])
+    err = _raise(k)
+    assert isinstance(err, DataRace)
+    assert (err.element, err.kind, err.thread, err.other_thread, err.where) == \
+        (0, "write after write", (0, 1, 0), (0, 0, 0), line_of("colliding write"))
+
+
+def test_thread_private_accesses_have_no_shadows() -> None:
+    """The transpose's ``tile[ty, tx]`` and ``tile[tx, ty]`` are in different barrier
+    intervals, each its own thread's element: no stamps; ``ck_racy``'s tile keeps them."""
+    def shadows(kernel: g.RawKernelDef) -> list[str]:
+        entry = instrument(kernel.lower(), serial=True).kernel.functions[-1]
+        return [n for n, t in entry.locals if isinstance(t, ShadowType)]
+
+    assert shadows(raw_transpose) == ["ck_arrive"]
+    assert shadows(ck_racy) == ["ck_w_tile", "ck_r1_tile", "ck_r2_tile", "ck_arrive"]
 
 
 def test_barrier_reached_by_some_threads_only() -> None:

@@ -20,9 +20,12 @@ the C family's and any third party's, runs it with no code of its own):
   last writer and the first two readers of each element with the site, the thread and the
   *barrier interval* (a block counter bumped after every ``barrier()``): two threads
   writing, or one writing and another reading, one element in one interval is a data
-  race, recorded the same way. And every thread counts itself in before each
-  ``barrier()`` (a bare ``return`` stamps the returning thread and line): a barrier that
-  fewer than all the block's threads reached is recorded after it.
+  race, recorded the same way. An access that can race with nothing (indexed by the
+  thread's own ``local_id``, as every access that may share its interval:
+  :mod:`.private`) is not stamped, and an array with no other access has no shadows.
+  And every thread counts itself in before each ``barrier()`` (a bare ``return`` stamps
+  the returning thread and line): a barrier that fewer than all the block's threads
+  reached is recorded after it.
 
 Index expressions are evaluated twice (the check, then the access) when they are pure; an
 index that holds an atomic is first assigned to a new local where the access is evaluated
@@ -39,7 +42,7 @@ dimension) and of the access nodes :meth:`_Instrumenter.expr` and ``stmt`` rewri
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Literal, get_args
+from typing import Literal
 
 import numpy as np
 
@@ -47,6 +50,8 @@ from ..errors import Unsupported
 from . import nodes as ir
 from .checked_calls import HelperFaults, checked_call, holds_check, returns
 from .kernel import RAW, KernelIR
+from .private import race_free
+from .walk import EXPRS, READS, children, reorderable
 
 RECORD_WORDS = 12
 """Words of the fault record: 0 the fault's code (0: none), 1 the index (or element),
@@ -154,10 +159,12 @@ def _extents(base: ir.Var, extent_args: dict[str, ir.Var]) -> tuple[ir.Expr, ...
 
 class _Instrumenter:
     """Rewrites one function: the entry (``helper`` None), or a helper function, whose faults
-    go to the :class:`~gompute_core.ir.checked_calls.HelperFaults` it returns them through."""
+    go to the :class:`~gompute_core.ir.checked_calls.HelperFaults` it returns them through.
+    ``block`` is the kernel's declared block shape (race tracking's private accesses)."""
 
     def __init__(self, fn: ir.Function, serial: bool, prefix: str, sites: list[Site],
-                 calls: dict[str, ir.TupleType], helper: HelperFaults | None = None) -> None:
+                 calls: dict[str, ir.TupleType], helper: HelperFaults | None = None,
+                 block: tuple[int, int, int] | None = None) -> None:
         self.p = prefix
         self.fn = fn
         self.serial = serial
@@ -177,8 +184,14 @@ class _Instrumenter:
         """The block's arrivals at barriers entered in odd and in even barrier intervals
         (two counters: a thread checks the barrier it passed while others may already count
         themselves in at the next), and the stamp of the last ``return``."""
+        self.private: frozenset[int] = frozenset()
+        """Shared-array accesses that race with nothing (:mod:`.private`): not stamped."""
         if serial:
+            races = race_free(fn, block)
+            self.private = races.private
             for n, t in self.shared.items():
+                if n not in races.tracked:
+                    continue
                 st = ShadowType(i64, (t.size,))  # type: ignore[arg-type]
                 trio = tuple(ir.Var(f"{prefix}{role}_{n}", st) for role in ("w", "r1", "r2"))
                 self.shadows[n] = trio  # type: ignore[assignment]
@@ -188,6 +201,9 @@ class _Instrumenter:
             self.new_locals += [(v.name, v.type) for v, _ in self.cleared]
         self.epoch = ir.Var(f"{prefix}epoch", i64)  # type: ignore[arg-type]
         self.temps = 0
+        self.reorder = False
+        """Whether the statement being rewritten lets an index that reads memory be
+        evaluated before it (:func:`~.walk.reorderable`)."""
 
     # -- the fault record ---------------------------------------------------------------
     def site(self, access: Literal["read", "write", "atomic", "barrier", "return"],
@@ -297,6 +313,10 @@ class _Instrumenter:
             flat = _bin("add", _bin("mul", flat, _c(shape[d])), index[d])
         return flat
 
+    def tracked(self, node: ir.Load | ir.LocalLoad | ir.Store | ir.LocalStore) -> bool:
+        """Whether ``node`` (an access of any array) is race-stamped."""
+        return node.base.name in self.shadows and id(node) not in self.private
+
     def write_checks(self, base: ir.Var, index: tuple[ir.Expr, ...], site: int
                      ) -> list[ir.Stmt]:
         w, r1, r2 = self.shadows[base.name]
@@ -367,7 +387,7 @@ class _Instrumenter:
             child = getattr(e, name)
             if isinstance(child, tuple):
                 changes[name] = tuple(self.expr(c, hoist) for c in child)
-            elif isinstance(child, _EXPRS):
+            elif isinstance(child, EXPRS):
                 changes[name] = self.expr(child, hoist)
         return replace(e, **changes)  # type: ignore[type-var]
 
@@ -380,20 +400,23 @@ class _Instrumenter:
 
     def indices(self, index: tuple[ir.Expr, ...], hoist: list[ir.Stmt] | None, where: str
                 ) -> tuple[ir.Expr, ...]:
+        """``index`` checked, each component that holds an atomic (or, where the statement
+        allows it, that reads memory) assigned to a new local in ``hoist``: evaluated
+        once, not in the check and again in the access (which kept numba from optimizing
+        the histogram's ``atomic_add(h, values[i], 1)``: 3-4x its unchecked time)."""
         out = []
         for i in index:
             i = self.expr(i, hoist)
-            if _holds_atomic(i):
-                if hoist is None:
-                    raise Unsupported(
-                        f"checked mode ({where}): an index computed by an atomic inside a "
-                        "conditional expression or a loop condition cannot be checked; "
-                        "assign the atomic's result to a variable first")
-                self.temps += 1
-                name = f"{self.p}i{self.temps}"
-                self.new_locals.append((name, i.type))
-                hoist.append(ir.Assign(name, i))
-                i = ir.Var(name, i.type)
+            atomic = _holds_atomic(i)
+            if atomic and hoist is None:
+                raise Unsupported(
+                    f"checked mode ({where}): an index computed by an atomic inside a "
+                    "conditional expression or a loop condition cannot be checked; "
+                    "assign the atomic's result to a variable first")
+            if hoist is not None and (atomic or self.reorder and _holds(i, READS)):
+                var = self.temp(i.type)
+                hoist.append(ir.Assign(var.name, i))
+                i = var
             out.append(i)
         return tuple(out)
 
@@ -408,11 +431,10 @@ class _Instrumenter:
         if read:
             inner: ir.Expr = replace(e, index=index)
             if hoist is not None:  # checked (and race-stamped) before the statement
-                checks = self.read_checks(e.base, index, site) \
-                    if e.base.name in self.shadows else ()
+                checks = self.read_checks(e.base, index, site) if self.tracked(e) else ()
                 hoist.append(ir.If(ok, checks, (fault_stmt,)))
                 return ir.Select(ok, inner, _zero(e.type), e.type)
-            if e.base.name in self.shadows:
+            if self.tracked(e):
                 inner = ir.Select(self.read_hook(e.base, index, site), _zero(e.type), inner,
                                   e.type)
         else:
@@ -447,6 +469,7 @@ class _Instrumenter:
 
     def stmt(self, s: ir.Stmt) -> list[ir.Stmt]:
         hoist: list[ir.Stmt] = []
+        self.reorder = reorderable(s)
         if isinstance(s, (ir.Store, ir.LocalStore)):
             where = getattr(s, "where", "")
             index = self.indices(s.index, hoist, where)
@@ -455,7 +478,7 @@ class _Instrumenter:
             site = self.site("write", s.base, where, shape)
             ok, _, fault_stmt = self.bounds(index, _extents(s.base, self.extent_args), site)
             done: list[ir.Stmt] = [replace(s, index=index, value=value)]
-            if s.base.name in self.shadows:
+            if self.tracked(s):
                 done = self.write_checks(s.base, index, site) + done
             return [*hoist, ir.If(ok, tuple(done), (fault_stmt,))]
         if isinstance(s, ir.Assign):
@@ -525,11 +548,9 @@ def _or_fault(ok: ir.Expr, fault: ir.Expr) -> ir.Expr:
     return ir.Logical("or", ok, fault, np.bool_)  # type: ignore[arg-type]
 
 
-_EXPRS: tuple[type, ...] = get_args(ir.Expr)
-
-
-def _holds(obj: object, cls: type) -> bool:
-    """True when an IR node of class ``cls`` is in ``obj`` (a node or a tuple of them)."""
+def _holds(obj: object, cls: type | tuple[type, ...]) -> bool:
+    """True when an IR node of class ``cls`` (or one of them) is in ``obj`` (a node or a
+    tuple of them)."""
     if isinstance(obj, cls):
         return True
     if isinstance(obj, tuple):
@@ -545,18 +566,7 @@ _TYPES = (ir.PointerType, ir.SharedType, ir.StructType, ir.ArrayType)
 def _holds_atomic(e: ir.Expr) -> bool:
     if isinstance(e, ir.Atomic) and not isinstance(e.base.type, CHECK_STATE):
         return True
-    return any(_holds_atomic(c) for c in _children(e))
-
-
-def _children(e: ir.Expr) -> list[ir.Expr]:
-    out: list[ir.Expr] = []
-    for name in e.__dataclass_fields__:
-        child = getattr(e, name)
-        if isinstance(child, tuple):
-            out += [c for c in child if isinstance(c, _EXPRS)]
-        elif isinstance(child, _EXPRS):
-            out.append(child)
-    return out
+    return any(_holds_atomic(c) for c in children(e))
 
 
 def instrument(kir: KernelIR, serial: bool = False) -> Instrumented:
@@ -584,7 +594,7 @@ def instrument(kir: KernelIR, serial: bool = False) -> Instrumented:
         functions.append(replace(f, ret=calls[f.name], body=body,
                                  locals=(*f.locals, *faults.locals(), *hins.new_locals)))
     fn = kir.functions[-1]
-    ins = _Instrumenter(fn, serial, prefix, sites, calls)
+    ins = _Instrumenter(fn, serial, prefix, sites, calls, block=kir.block)
     body = ins.body(fn.body)
     if ins.cleared:
         body = (*ins.prologue(), *body)
