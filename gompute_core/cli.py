@@ -136,7 +136,8 @@ def _import_file(path: Path) -> dict[str, object]:
 
 def cmd_build(args: argparse.Namespace, out: TextIO) -> int:
     """Compile every module-level spec of a file and write the artifacts."""
-    from .runtime.compile import compile, contracted, write_artifact
+    from .raw.kernel import RawKernelDef
+    from .runtime.compile import build, contracted, write_artifact
     from .specs import specs_in
 
     path = Path(args.kernels)
@@ -154,16 +155,23 @@ def cmd_build(args: argparse.Namespace, out: TextIO) -> int:
         return 1
     written = 0
     for spec in found:
-        if "entries" not in getattr(spec.kind_object, "needs", {"entries"}):
+        if not isinstance(spec, RawKernelDef) and "entries" not in spec.kind_object.needs:
             # scan, elementwise: device programs of raw kernels the core writes at run time
             print(f"{spec.name}: skipped ({spec.kind}: its raw kernels compile on first "
                   "use)", file=out)
             continue
+        if args.checked and (not isinstance(spec, RawKernelDef) or spec.source is not None):
+            print(f"{spec.name}: skipped (--checked builds raw kernels written in Python; "
+                  "specs run checked as raw kernels the core writes at run time)", file=out)
+            continue
         try:
             options = tuple(args.option)
-            artifact = compile(spec, args.backend, args.arch, options, contract=args.contract)
+            built = build(spec, args.backend, args.arch, options, contract=args.contract,
+                          checked=args.checked)
+            artifact = built.artifact
             manifest = write_artifact(args.output, artifact,
-                                      contracted(spec.lower(), args.contract, "build"), options)
+                                      contracted(spec.lower(), args.contract, "build"), options,
+                                      built.checked)
         except GomputeError as exc:
             print(f"gompute build: {spec.name}: {type(exc).__name__}: {exc}", file=sys.stderr)
             return 1
@@ -249,6 +257,9 @@ def build_parser() -> argparse.ArgumentParser:
     build.add_argument("--contract", action="store_true",
                        help="allow floating-point contraction (fused multiply-add): results "
                             "may differ between backends")
+    build.add_argument("--checked", action="store_true",
+                       help="build the raw kernels in checked mode (bounds checks; loaded "
+                            "with checked=True); specs are skipped")
     bench = sub.add_parser("bench", help="run the repository's benchmark script")
     bench.add_argument("target", nargs="?", default="cpu",
                        help="the script bench/TARGET.py of a checkout (cpu, cuda, "

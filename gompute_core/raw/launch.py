@@ -27,13 +27,14 @@ from ..backend.buffer import Buffer
 from ..compilation import compile_artifact
 from ..errors import InvalidArgument, KernelNotFound, Unsupported
 from ..interop import as_buffer
-from ..ir.checked import instrument
+from ..ir.checked import Site, instrument
 from ..ir.kernel import KernelIR
 from ..ir.nodes import Atomic, IRType, PointerType, SharedType, Store, StructType
 from ..kinds.support import runs_raw, supported_kinds
 from ..plugins import manager
 from ..plugins.records import Artifact, CompileRequest
 from ..runtime.compile import (
+    PrebuiltRaw,
     check_contract,
     compile_options,
     contracted,
@@ -84,6 +85,25 @@ def _not_found(name: str, backend: str) -> KernelNotFound:
         f" (raw kernels defined: {', '.join(sorted(raws)) or 'none'})"
     return KernelNotFound(f"no raw kernel named {name!r} in this process or in the artifact "
                           f"directory for backend {backend!r}{hint}")
+
+
+def _by_name(name: str, backend: str, arch: str, artifact_dir: str | None,
+             options: tuple[str, ...], contract: bool, checked: Any) -> PrebuiltRaw:
+    """The prebuilt raw kernel ``name``: its checked build when checked mode is asked for
+    and there is one (else as :func:`checked_unavailable` says), else its unchecked one;
+    ``KernelNotFound`` when there is neither."""
+    want = want_checked(checked)
+    found = find_prebuilt_raw(name, backend, arch, artifact_dir, options, contract,
+                              checked=True) if want else None
+    if found is None:
+        found = find_prebuilt_raw(name, backend, arch, artifact_dir, options, contract)
+        if found is None:
+            raise _not_found(name, backend)
+        if want:
+            checked_unavailable(name, "a prebuilt artifact built unchecked", checked,
+                                "build it with g.compile(..., checked=True) or `gompute "
+                                "build --checked`, or load its @g.raw_kernel definition")
+    return found
 
 
 def _grid(value: Any) -> tuple[int, int, int]:
@@ -157,14 +177,13 @@ class RawKernel:
                               f"{', '.join(supported_kinds(info))})")
         definition = resolve(kernel)
         dev = manager.open_device(backend, device)
-        instrumented = None
+        sites: tuple[Site, ...] | None = None
+        """A checked kernel's fault sites (None: unchecked)."""
         if isinstance(definition, str):
-            found = find_prebuilt_raw(definition, backend, dev.arch, artifact_dir, opts,
-                                      contract)
-            if found is None:
-                raise _not_found(definition, backend)
-            artifact, kir, signature = found
-            checked_unavailable(definition, "a prebuilt artifact", checked)
+            found = _by_name(definition, backend, dev.arch, artifact_dir, opts, contract,
+                             checked)
+            artifact, kir, signature = found.artifact, found.kernel, found.signature
+            slots, sites = found.slots, found.sites
             bounds: tuple[Bound, ...] = ()
             params_class = None
         else:
@@ -174,12 +193,15 @@ class RawKernel:
             kir = contracted(definition.lower(), contract, where)
             signature, bounds = definition.signature, definition.bounds
             params_class = definition.params_class
+            slots = signature
             if definition.source is not None:
                 checked_unavailable(definition.name, "C source", checked)
             elif want_checked(checked):
                 instrumented = instrument(kir, serial=dev.has("serial_threads"))
-                kir = instrumented.kernel
-            artifact = self._artifact(definition, kir, backend, dev.arch, artifact_dir, opts)
+                kir, sites = instrumented.kernel, instrumented.sites
+                slots = checked_slots(instrumented)
+            artifact = self._artifact(definition, kir, backend, dev.arch, artifact_dir, opts,
+                                      sites is not None)
         f64_atomics, self._written = _memory_use(kir)
         if f64_atomics and not dev.has("f64_atomics"):
             raise Unsupported(f"raw kernel {kir.name!r} uses f64 atomics; {backend} device "
@@ -187,8 +209,7 @@ class RawKernel:
         self.name, self.backend, self.ordinal = kir.name, backend, device
         self.device, self.kernel_ir, self.artifact = dev, kir, artifact
         self.signature: tuple[tuple[str, IRType], ...] = signature
-        self.checked = instrumented is not None
-        slots = signature if instrumented is None else checked_slots(instrumented)
+        self.checked = sites is not None
         self._slots = slots
         """The entry's arguments: the signature's, then checked mode's (extents, record)."""
         self.block: tuple[int, int, int] | None = kir.block
@@ -221,14 +242,15 @@ class RawKernel:
             self._params_of = dev.params_converter(kir)
         self._launcher = dev._load_raw(artifact, kir, self.args)
         self._faults: FaultRecord | None = None
-        if instrumented is not None:
-            self._faults = FaultRecord(self.name, dev, instrumented.sites)
+        if sites is not None:
+            self._faults = FaultRecord(self.name, dev, sites)
             self.launch = self._launch_checked  # type: ignore[method-assign]
 
     @staticmethod
     def _artifact(definition: RawKernelDef, kir: KernelIR, backend: str, arch: str,
-                  artifact_dir: str | None, options: tuple[str, ...]) -> Artifact:
-        artifact = find_prebuilt(kir, backend, arch, artifact_dir, options)
+                  artifact_dir: str | None, options: tuple[str, ...],
+                  checked: bool) -> Artifact:
+        artifact = find_prebuilt(kir, backend, arch, artifact_dir, options, checked)
         if artifact is None:
             artifact = compile_artifact(CompileRequest(
                 backend=backend, kernel=kir, arch=arch, options=options,
@@ -462,11 +484,13 @@ def _scalar_converter(kernel: str, where: str, t: Any) -> Callable[[Any], Any]:
 
 
 def raw_kernel_by_name(backend: str, name: str, device: int = 0, *,
-                       artifact_dir: str | None = None) -> RawKernel:
+                       artifact_dir: str | None = None,
+                       checked: bool | None = None) -> RawKernel:
     """The raw kernel called ``name`` (chosen at run time, from a config file say) loaded on
     ``backend``'s device: a kernel defined in this process, else a prebuilt one from
-    ``artifact_dir``/``$GOMPUTE_ARTIFACT_DIR`` (no compiler needed). ``KernelNotFound``
-    (a ``LookupError``) lists close matches for a name that is not there."""
+    ``artifact_dir``/``$GOMPUTE_ARTIFACT_DIR`` (no compiler needed; ``checked`` as for
+    :class:`RawKernel`: a prebuilt one's checked build). ``KernelNotFound`` (a
+    ``LookupError``) lists close matches for a name that is not there."""
     if not isinstance(name, str):
         raise InvalidArgument(f"name: expected a kernel name, got {name!r}")
-    return RawKernel(name, backend, device, artifact_dir=artifact_dir)
+    return RawKernel(name, backend, device, artifact_dir=artifact_dir, checked=checked)
