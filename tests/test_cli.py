@@ -142,3 +142,36 @@ def test_bench_runs_the_repository_script(tmp_path: Path, monkeypatch: pytest.Mo
     out = capfd.readouterr().out
     assert f"running {bench / 'hip.py'}" in out
     assert "bench args ['--size', '10']" in out
+
+
+def test_build_raw_kernels_plain_and_checked(tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """``gompute build`` on a file with a raw kernel and a spec (the CPU backend, for real):
+    plain, both are built; ``--checked``, the raw kernel is built checked beside the plain
+    one (its manifest says so and lists its fault sites) and the spec is skipped."""
+    pytest.importorskip("gompute_cpu")
+    kernels = tmp_path / "raw_kernels.py"
+    kernels.write_text(
+        "import gompute_core as g\n"
+        "@g.raw_kernel(block=64)\n"
+        "def cli_build_raw_inc(a: g.GlobalPtr[g.f32], n: g.u64):\n"
+        "    i = g.builtins.global_id(0)\n"
+        "    if i < n:\n"
+        "        a[i] += 1\n"
+        "def inc(x):\n    return x + 1\n"
+        "spec = g.map('cli_build_raw_spec', g.f32, None, inc)\n")
+    out_dir = tmp_path / "artifacts"
+    assert main(["build", str(kernels), "--backend", "cpu", "-o", str(out_dir)]) == 0
+    assert "wrote 2 artifact(s)" in capsys.readouterr().out
+    assert main(["build", str(kernels), "--backend", "cpu", "--checked", "-o",
+                 str(out_dir)]) == 0
+    out = capsys.readouterr().out
+    assert "cli_build_raw_spec: skipped (--checked" in out and "wrote 1 artifact(s)" in out
+    plain = [json.loads(p.read_text()) for p in out_dir.glob("cli_build_raw_inc.cpu.*.json")]
+    checked = [json.loads(p.read_text())
+               for p in out_dir.glob("cli_build_raw_inc.checked.cpu.*.json")]
+    assert len(plain) == 1 and len(checked) == 1
+    assert plain[0]["checked"] is None
+    sites = checked[0]["checked"]["sites"]
+    # each site: [access, array, where, shape]
+    assert {s[1] for s in sites} == {"a"} and all(s[2].endswith(":6") for s in sites)
