@@ -457,3 +457,40 @@ def test_reduce_results_do_not_depend_on_the_thread_count(tmp_path: Path) -> Non
     exact = [float(np.sum(data[:n], dtype=np.float64)) for n in (2**17, len(data))]
     for bits, want in zip(results[0]["sum"], exact, strict=True):
         assert abs(float(np.uint32(bits).view(np.float32)) - want) <= 1e-3 * abs(want) + 1
+
+
+# ---------------------------------------------------------------------------- lazy compile
+
+_UNTYPABLE = """
+
+@njit(**_OPT)
+def k_serial(data, n):
+    data[0] = object()
+"""
+"""Appended to a rendered map module: Python that runs, a serial loop numba cannot type."""
+
+
+def test_a_loop_numba_rejects_fails_at_its_first_launch_naming_the_source() -> None:
+    """Opening compiles no loop (a process compiles only the loops it launches): the
+    program loads, and the first launch that needs the serial loop raises
+    ``CompileFailed`` naming the rendered file, as does the next one; the threaded loop,
+    compiled by its own first launch, still runs."""
+    from gompute_core.plugins import manager
+    from gompute_core.plugins.records import Artifact
+    from gompute_core.testing.kernels_tiers import TWICE
+
+    compiler = manager.compiler("cpu")
+    device = manager.open_device("cpu", 0)
+    kir = TWICE.lower()
+    source = compiler.render(kir, device.arch) + _UNTYPABLE
+    built = compiler.build(source, kir, device.arch, ())
+    program = device.program(Artifact(backend="cpu", image=built.image, format=built.format,
+                                      entry=built.entry or kir.name, target=device.arch,
+                                      source=source, digest=kir.digest(), kind=kir.kind), kir)
+    data = np.ones(4, np.float32)
+    for _ in range(2):
+        with pytest.raises(g.CompileFailed, match=r"rendered source .*k[0-9a-f]+\.py"):
+            program.launch(data, 4, None)
+    program.entry.threshold = 0
+    program.launch(data, 4, None)
+    np.testing.assert_array_equal(data, [3, 3, 3, 3])

@@ -4,10 +4,14 @@ kernel's, :class:`RawEntry`).
 Below ``GOMPUTE_CPU_PARALLEL_THRESHOLD`` elements (default 2**17, the
 crossover measured on a 2-core host: a ``prange`` loop costs about a
 microsecond more to start, and wins from roughly 128 Ki f32 elements) the
-serial loop runs; at or above it, the threaded one. The serial entry point
-is compiled when the program is loaded (so a bad kernel fails there, not in
-the middle of a run); the threaded one on first use. Both come from
-numba's on-disk cache when present.
+serial loop runs; at or above it, the threaded one. A spec kernel's loops are
+each compiled (or loaded from numba's on-disk cache) by the first launch that
+runs them, with the signature the launch ABI fixes: a process compiles only the
+loops it uses (one numba compilation where numba's own ``@njit(parallel=True)``
+does one), and a numba failure surfaces there, as ``CompileFailed`` naming the
+rendered file. What the core checks, and a module that does not run, still fail
+when the program is loaded. A raw kernel's serial entry point is compiled when
+it is loaded, its threaded ones on first use.
 """
 
 from __future__ import annotations
@@ -73,8 +77,9 @@ def _array_type(dtype: np.dtype) -> nbt.Array:
 
 
 class CpuEntry:
-    """The compiled loops of one kernel; calling it launches them with ``args``'s values
-    (typed arrays and counts in entry order) and params leaves."""
+    """The loops of one kernel; calling it launches them with ``args``'s values (typed
+    arrays and counts in entry order) and params leaves. Each loop is compiled by the
+    first launch that runs it (:meth:`_ready`)."""
 
     def __init__(self, kernel: KernelIR, source: str, args: ArgBuffer) -> None:
         self.kernel = kernel
@@ -84,34 +89,54 @@ class CpuEntry:
         self.module = module = load_module(source, owner=self)
         self.args = args
         reduce = self.kind == "reduce"
-        self._serial = module.k_blocks if reduce else module.k_serial
-        self._parallel = module.k_blocks_parallel if reduce else module.k_parallel
+        self._loops = (module.k_blocks if reduce else module.k_serial,
+                       module.k_blocks_parallel if reduce else module.k_parallel)
+        """numba's dispatchers of the serial and the threaded loop."""
+        self._serial: Any = None
+        """The serial loop once compiled (None before its first launch)."""
+        self._parallel: Any = None
+        """The threaded loop once compiled (None before its first launch)."""
         self._count_at = 1 if self.kind in ("map", "map_indexed", "reduce") else \
             (2 if self.kind == "map_to" else 3)
-        self._compile()
 
-    def _compile(self) -> None:
-        """Compile (or load from numba's cache) the serial entry point."""
+    def _signature(self) -> tuple[nbt.Type, ...]:
+        """The numba argument types of both loops (the launch ABI's arrays, counts and
+        params leaves)."""
         dtypes = {role: np.dtype(t) for role, t in self.kernel.value_types}
         arrays = [_array_type(dtypes[r]) for r in _ROLES[self.kind]]
         pleaves = tuple(numba.typeof(a) for a in self.params.example())
         if self.kind == "reduce":
-            sig = (arrays[0], nbt.int64, arrays[1], nbt.int64, *pleaves)
-        elif self.kind in ("gather", "scatter"):
-            sig = (*arrays, nbt.int64, nbt.int64)
-        else:
-            sig = (*arrays, nbt.int64, *pleaves)
+            return (arrays[0], nbt.int64, arrays[1], nbt.int64, *pleaves)
+        if self.kind in ("gather", "scatter"):
+            return (*arrays, nbt.int64, nbt.int64)
+        return (*arrays, nbt.int64, *pleaves)
+
+    def _ready(self, parallel: bool) -> Any:
+        """Compile (or load from numba's cache) the threaded or the serial loop and keep
+        it for the next launches; ``CompileFailed`` when numba cannot."""
+        loop = self._loops[parallel]
         try:
-            self._serial.compile(sig)
+            loop.compile(self._signature())
         except Exception as exc:
             path = getattr(self.module, "__file__", "?")
             raise CompileFailed(f"numba could not compile kernel {self.kernel.name!r} "
                                 f"(rendered source {path}): {exc}") from exc
+        if parallel:
+            self._parallel = loop
+        else:
+            self._serial = loop
+        return loop
 
     def __call__(self, grid: int, stream: Stream) -> None:
         values = self.args.values
-        n = values[self._count_at]
-        fn = self._parallel if n >= self.threshold else self._serial
+        if values[self._count_at] >= self.threshold:
+            fn = self._parallel
+            if fn is None:
+                fn = self._ready(True)
+        else:
+            fn = self._serial
+            if fn is None:
+                fn = self._ready(False)
         if self.kind == "reduce":
             fn(*values, grid, *self.args.params)
         elif self.kind in ("gather", "scatter"):
