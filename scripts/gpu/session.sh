@@ -33,7 +33,7 @@ case "$part" in
       echo "== GPU test files"
       PYTHONPATH="$PWD/tests${PYTHONPATH:+:$PYTHONPATH}" timeout 300 "${pytest[@]}" \
         tests/test_gpu_runtime.py tests/test_cuda_runtime.py tests/test_raw_backends.py \
-        tests/test_elementwise.py tests/test_checked.py tests/test_cuda_interop.py \
+        tests/test_elementwise.py tests/test_cuda_interop.py \
         tests/test_interop_device.py tests/test_fma.py tests/test_local_arrays.py \
         tests/test_tuples.py tests/test_special.py -k "not hip and not opencl" 2>&1 | tail -25
       echo "== CUDA fuzz, 10,000 kernels of seed ${FUZZ_SEED:?set FUZZ_SEED}"
