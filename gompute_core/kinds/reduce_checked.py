@@ -3,9 +3,9 @@ kernels (:mod:`.reduce_device`), instrumented.
 
 A reduce's entry is rendered by each backend, which cannot pass it a fault record; checked,
 the spec runs as core-written raw kernels that fold the data by the scan's chunks
-(:func:`.scan.levels`): level 0 folds ``pre(x)`` of each chunk left to right into a total,
-each level above folds the totals below it the same way, and the top level's one total is
-the result. The data are only read, so no copy is made.
+(:func:`.scan.levels`): level 0 folds ``pre(x)`` of each chunk left to right from the
+identity into a total, each level above folds the totals below it left to right, and the
+top level's one total is the result. The data are only read, so no copy is made.
 
 **Order of operations.** That order is not the unchecked reduce's: each backend folds in
 its own order (the CPU's sub-chunks, a GPU's lanes and shared-memory tree; presets may

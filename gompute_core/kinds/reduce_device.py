@@ -6,9 +6,12 @@ any raw kernel, instead of the entry each backend renders. Per level of the plan
 
 * ``<name>_reduce_first`` (level 0) and ``<name>_reduce_upper`` (the levels above):
   thread ``t`` folds chunk ``t`` (elements ``[t*chunk, min((t+1)*chunk, n))``) left to
-  right, ``e = pre(x_lo)``, then ``e = combine(e, pre(x_i))`` (the upper levels without
-  ``pre``), and writes it to ``totals[t]``: each level's totals are the next level's
-  data, and the top level's one total is the result. The data are only read;
+  right and writes it to ``totals[t]``: level 0 from the identity, as every backend's
+  reduce starts its accumulators (``e = identity``, then ``e = combine(e, pre(x_i))``:
+  a preset such as ``any`` maps even a lone element through ``combine``), the upper
+  levels from their first total (``e = t_lo``, then ``e = combine(e, t_i)``). Each
+  level's totals are the next level's data, and the top level's one total is the
+  result. The data are only read;
 * ``<name>_reduce_fill``: ``partials[i] = identity`` for ``lo <= i < hi`` (what a
   ``launch`` writes to the partials after the first).
 
@@ -54,8 +57,8 @@ def _define(spec: Any) -> tuple[Any, Any, Any]:
             hi = lo + chunk
             if hi > n:
                 hi = n
-            acc = stage(data[lo], p)
-            for i in range(lo + 1, hi):
+            acc = T(identity)
+            for i in range(lo, hi):
                 acc = combine(acc, stage(data[i], p))
             totals[t] = acc
 
