@@ -2,9 +2,10 @@
 ``GOMPUTE_CHECKED=1``): an elementwise spec's element function and its helpers have every
 params-array and local-array access checked, the report naming the kernel, the params
 field, the index, the extent and the line. map, map_indexed, map_to and zip specs run
-checked as their equivalent elementwise program, scan specs as their checked raw kernels;
-reduce refuses it. Real kernels on the CPU backend; the oracle is NumPy or the function run
-as plain Python, and the unchecked kernel's bits."""
+checked as their equivalent elementwise program, scan and reduce specs as their checked raw
+kernels; gather and scatter (no function of the user's) refuse it. Real kernels on the CPU
+backend; the oracle is NumPy or the function run as plain Python, and the unchecked
+kernel's bits."""
 
 from __future__ import annotations
 
@@ -147,19 +148,25 @@ def scan_pre(x, p):
     return x * p.weights[p.k]  # scan weights read
 
 
+def reduce_pre(x, p):
+    return x * p.weights[p.k]  # reduce weights read
+
+
 MAP = g.map("ck_spec_map", g.f32, Weights, picked)
 MAP_INDEXED = g.map_indexed("ck_spec_map_indexed", g.f32, Weights, picked_index)
 MAP_TO = g.map_to("ck_spec_map_to", g.f32, g.f64, Weights, picked_f64)
 ZIP = g.zip("ck_spec_zip", g.f32, g.f32, g.f32, Weights, picked_pair)
 SCAN = g.scan("ck_spec_scan", g.f32, Weights, lambda a, b: a + b, 0.0, pre=scan_pre)
-N = 3001  # more than one block, and more than one scan chunk
+REDUCE = g.sum("ck_spec_reduce", g.f32, Weights, pre=reduce_pre)
+N = 3001  # more than one block, and more than one scan chunk (three levels of them)
 
 
 def inputs(spec: g.Spec) -> list[np.ndarray]:
     """Fresh arguments of ``spec``'s ``run`` (before ``p``)."""
     x = np.linspace(-3, 3, N, dtype=np.float32)
     y = np.linspace(5, -1, N, dtype=np.float32)
-    return {"map": [x], "map_indexed": [x], "scan": [x], "map_to": [x, np.empty(N)],
+    return {"map": [x], "map_indexed": [x], "scan": [x], "reduce": [x],
+            "map_to": [x, np.empty(N)],
             "zip": [x, y, np.empty(N, np.float32)]}[spec.kind]
 
 
@@ -179,6 +186,7 @@ KINDS = [pytest.param(MAP, "map", id="map"),
          pytest.param(MAP_TO, "map_to", id="map_to"),
          pytest.param(ZIP, "zip", id="zip"),
          pytest.param(SCAN, "scan", id="scan")]
+CHECKABLE = [*KINDS, pytest.param(REDUCE, "reduce", id="reduce")]
 
 
 @pytest.mark.parametrize(("spec", "marker"), KINDS)
@@ -196,7 +204,7 @@ def test_kind_in_range_gives_the_unchecked_bits(spec: g.Spec, marker: str) -> No
             np.testing.assert_array_equal(got, numpy_oracle(spec, k))
 
 
-@pytest.mark.parametrize(("spec", "marker"), KINDS)
+@pytest.mark.parametrize(("spec", "marker"), CHECKABLE)
 @pytest.mark.parametrize("index", [4, -1])
 def test_kind_out_of_range_index_raises_naming_the_access(spec: g.Spec, marker: str,
                                                           index: int) -> None:
@@ -256,7 +264,7 @@ def test_checked_map_refuses_what_the_unchecked_one_refuses() -> None:
         k.run(x, np.empty(7), Weights(weights=W, k=0))
 
 
-@pytest.mark.parametrize(("spec", "marker"), KINDS)
+@pytest.mark.parametrize(("spec", "marker"), CHECKABLE)
 def test_environment_turns_it_on_for_every_checkable_kind(
         monkeypatch: pytest.MonkeyPatch, spec: g.Spec, marker: str) -> None:
     monkeypatch.setenv("GOMPUTE_CHECKED", "1")
@@ -266,16 +274,17 @@ def test_environment_turns_it_on_for_every_checkable_kind(
         k.run(*inputs(spec), Weights(weights=W, k=4))
 
 
-def test_reduce_refuses_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    spec = g.reduce("ck_spec_reduce", g.f32, Weights, lambda a, b: a + b, 0.0, pre=scan_pre)
-    with pytest.raises(Unsupported, match="reduce spec, whose entry each backend renders"):
+def test_gather_refuses_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    spec = g.gather("ck_spec_gather", g.f32, g.i32)
+    with pytest.raises(Unsupported, match="gather spec, whose entry each backend renders"):
         g.Kernel(spec, "cpu", checked=True)
     monkeypatch.setenv("GOMPUTE_CHECKED", "1")
     with pytest.warns(GomputeWarning, match="runs unchecked"):
         k = g.Kernel(spec, "cpu")
     assert not k.checked
-    x = np.arange(4, dtype=np.float32)
-    assert k.run(x, Weights(weights=W, k=1)) == np.float32(12)
+    src = np.arange(4, dtype=np.float32)
+    out = k.run(src, np.array([3, 0], np.int32), np.empty(2, np.float32))
+    np.testing.assert_array_equal(out, [3, 0])
 
 
 def kept_in_a_local(x, p):
@@ -293,3 +302,145 @@ def test_a_local_array_access_names_its_own_line() -> None:
     assert (info.value.array, info.value.index, info.value.extent, info.value.where) == \
         ("acc", 4, 4, line_of("map local read"))
     np.testing.assert_array_equal(k.run(x.copy(), Weights(weights=W, k=0)), x + x)
+
+
+# ---------------------------------------------------------------- reduce
+@g.params
+class IntWeights:
+    """Four integer weights and which one to use."""
+
+    weights: g.Array[g.i64, 4]
+    k: g.i64
+
+
+IW = np.array([1, -2, 3, 5], np.int64)
+
+
+def int_pre(x, p):
+    return x * p.weights[p.k]
+
+
+def last_nonzero(a, b):
+    return b if b != 0 else a  # associative, not commutative: a wrong order shows
+
+
+def add_through_a_local(a, b):
+    lanes = g.local_array(g.i64, 4)
+    lanes[b & 3] = b
+    return a + lanes[b]  # reduce local read
+
+
+INT_SPECS = [g.sum("ck_spec_isum", g.i64, IntWeights, int_pre),
+             g.min("ck_spec_imin", g.i64, IntWeights, int_pre),
+             g.max("ck_spec_imax", g.i64, IntWeights, int_pre),
+             g.reduce("ck_spec_ilast", g.i64, IntWeights, last_nonzero, 0, int_pre)]
+
+
+def int_oracle(spec: g.Spec, y: np.ndarray) -> np.int64:
+    """What ``spec`` computes of the ``pre``-mapped data ``y``, in NumPy."""
+    if spec.name == "ck_spec_ilast":
+        nonzero = y[y != 0]
+        return nonzero[-1] if nonzero.size else np.int64(0)
+    return {"sum": np.sum, "min": np.min, "max": np.max}[spec.preset](y)
+
+
+@pytest.mark.parametrize("spec", INT_SPECS, ids=lambda s: s.name)
+@pytest.mark.parametrize("n", [1, 31, 33, N, 70_001])  # 1 to 4 levels of chunks
+def test_checked_integer_reduce_is_exact(spec: g.Spec, n: int) -> None:
+    checked, plain = g.Kernel(spec, "cpu", checked=True), g.Kernel(spec, "cpu")
+    x = np.random.default_rng(n).integers(-2**40, 2**40, n)  # sums wrap past 2**63
+    x[::7] = 0
+    for k in range(4):
+        p = IntWeights(weights=IW, k=k)
+        got = checked.run(x, p)
+        assert type(got) is np.int64
+        assert got == int_oracle(spec, x * IW[k]) == plain.run(x, p)
+
+
+@pytest.mark.parametrize("n", [1, 33, N])
+def test_checked_any_all_fold_even_a_lone_element_from_the_identity(n: int) -> None:
+    any_, all_ = g.any("ck_spec_any", g.i32), g.all("ck_spec_all", g.i32)
+    for x in (np.full(n, 2, np.int32), np.zeros(n, np.int32), np.arange(n, dtype=np.int32)):
+        for spec, oracle in ((any_, np.any), (all_, np.all)):
+            got = g.Kernel(spec, "cpu", checked=True).run(x)
+            assert got == np.int32(oracle(x)) == g.Kernel(spec, "cpu").run(x)
+
+
+def test_checked_float_sum_is_numpys_within_its_rounding() -> None:
+    k, plain = g.Kernel(REDUCE, "cpu", checked=True), g.Kernel(REDUCE, "cpu")
+    x = inputs(REDUCE)[0]
+    for w in range(4):
+        p = Weights(weights=W, k=w)
+        y = x.astype(np.float64) * W[w]  # exact in f64; the kernel's f32 product rounds
+        # the checked sum folds chunks of 32 from 0, then their 94 totals in chunks of 32,
+        # then 3: each term takes one rounding of f32 (unit eps/2) in pre and at most
+        # 32 + 31 + 2 in the fold, so the error is within 66 * eps/2 * sum(|y|) of the sum
+        # (NumPy's f64 sum of y, whose own error is far below that)
+        bound = 66 * np.finfo(np.float32).eps / 2 * np.abs(y).sum()
+        got = k.run(x, p)
+        assert type(got) is np.float32
+        assert abs(float(got) - y.sum()) <= bound
+        assert abs(float(plain.run(x, p)) - y.sum()) <= bound  # another order, same bound
+        small = (np.arange(N) % 17).astype(np.float32)  # every partial sum exact in f32
+        assert k.run(small, p) == plain.run(small, p) == np.float32((small * W[w]).sum())
+
+
+def test_checked_reduce_out_of_range_names_the_access() -> None:
+    k = g.Kernel(REDUCE, "cpu", checked=True)
+    with pytest.raises(OutOfBounds) as info:
+        k.run(inputs(REDUCE)[0], Weights(weights=W, k=7))
+    err = info.value
+    assert (err.kernel, err.array, err.access, err.index, err.extent, err.where) == \
+        ("ck_spec_reduce_reduce_first", "p.weights", "read", 7, 4,
+         line_of("reduce weights read"))
+    for part in ("ck_spec_reduce_reduce_first", "'p.weights'", "index 7", "extent 4"):
+        assert part in str(err)
+
+
+def test_checked_reduce_combines_fault_names_its_local_array() -> None:
+    spec = g.reduce("ck_spec_reduce_local", g.i64, None, add_through_a_local, 0)
+    k = g.Kernel(spec, "cpu", checked=True)
+    ok = np.array([1, 2, 3, 0, 2], np.int64)  # every combine's b in 0..3: one level
+    assert k.run(ok) == ok.sum()
+    with pytest.raises(OutOfBounds) as info:
+        k.run(np.array([1, 2, 7, 0], np.int64))
+    err = info.value
+    assert (err.kernel, err.array, err.access, err.index, err.extent, err.where) == \
+        ("ck_spec_reduce_local_reduce_first", "lanes", "read", 7, 4,
+         line_of("reduce local read"))
+
+
+def test_checked_reduce_launch_then_synchronize_raises() -> None:
+    spec = INT_SPECS[0]
+    k = g.Kernel(spec, "cpu", checked=True)
+    x = np.arange(-5000, 5003, dtype=np.int64)
+    data, partials = k.alloc(x.size), k.alloc(64)
+    data.upload(x)
+    blocks = k.reduce_blocks(x.size)
+    assert 1 < blocks <= 64
+    k.launch(data, x.size, partials, blocks, IntWeights(weights=IW, k=9))
+    with pytest.raises(OutOfBounds, match="index 9"):
+        k.synchronize()
+    k.launch(data, x.size, partials, blocks, IntWeights(weights=IW, k=3))
+    k.synchronize()
+    got = np.empty(blocks, np.int64)
+    partials.download(got)
+    assert got[0] == (x * IW[3]).sum() and not got[1:].any()  # the rest: the identity
+    assert k.fold(got) == (x * IW[3]).sum()
+    partials.upload(np.full(64, 99, np.int64))
+    k.launch(data, 0, partials, 3, IntWeights(weights=IW, k=0))  # no data: identities
+    k.synchronize()
+    got = np.empty(64, np.int64)
+    partials.download(got)
+    np.testing.assert_array_equal(got, [0] * 3 + [99] * 61)
+    with pytest.raises(g.InvalidArgument, match="blocks must be in 1..1024"):
+        k.launch(data, x.size, partials, 0, IntWeights(weights=IW, k=0))
+
+
+def test_checked_reduce_environment_and_auto_kernel(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GOMPUTE_CHECKED", "1")
+    auto = g.AutoKernel(REDUCE)
+    assert auto.checked
+    with pytest.raises(OutOfBounds, match="p.weights"):
+        auto.run(inputs(REDUCE)[0], Weights(weights=W, k=4))
+    assert g.Kernel(REDUCE, "cpu").run(np.zeros(0, np.float32), Weights(weights=W, k=9)) == 0

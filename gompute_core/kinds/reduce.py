@@ -4,7 +4,8 @@ Constructors ``g.reduce`` and the presets ``g.sum``, ``g.min``, ``g.max``,
 ``g.any``, ``g.all``; entry ``(const T* data, u64 n, T* partials, P p)``: one
 partial per block (``gridDim.x`` blocks, grid-stride over ``n``);
 ``launch(data, n, partials, blocks, p)``; ``run(data, p) -> T`` (the host plan
-folds the partials with :meth:`ReduceKind.fold`).
+folds the partials with :meth:`ReduceKind.fold`). Checked (``checked=True``), the spec
+runs as the core's raw kernels instead (:mod:`.reduce_checked`).
 """
 
 from __future__ import annotations
@@ -41,6 +42,12 @@ MAX_REDUCE_BLOCKS = 1024
 """Most partials one reduce launch writes."""
 
 
+def refused_blocks(blocks: int, n: int) -> InvalidArgument:
+    """The refusal of a launch asking for ``blocks`` partials of ``n`` elements."""
+    return InvalidArgument(f"launch: blocks must be in 1..{MAX_REDUCE_BLOCKS} (0 only with "
+                           f"n == 0), got blocks={blocks}, n={n}")
+
+
 def _launch_reduce(prog: Any, data: Buffer, n: int, partials: Buffer, blocks: int,
                    p: Any = None) -> None:
     n, blocks = launch_count(n, "n"), launch_count(blocks, "blocks")
@@ -50,8 +57,7 @@ def _launch_reduce(prog: Any, data: Buffer, n: int, partials: Buffer, blocks: in
         if blocks == 0 and n == 0:
             return
         if not 1 <= blocks <= MAX_REDUCE_BLOCKS:
-            raise InvalidArgument(f"launch: blocks must be in 1..{MAX_REDUCE_BLOCKS} (0 "
-                                  f"only with n == 0), got blocks={blocks}, n={n}")
+            raise refused_blocks(blocks, n)
         prog._go(blocks, (prog._operand(data, "data", n, "T"), n,
                           prog._operand(partials, "partials", blocks, "T")))
 
@@ -71,6 +77,17 @@ class ReduceKind(Kind):
     roles = ("T",)
     run_args = ("data", "p")
     entry_args = (("data", "pointer"), ("n", "u64"), ("partials", "pointer"))
+    checkable = True
+
+    def open(self, device: Any, spec: Spec, checked: bool = False) -> Any:
+        """Checked, a :class:`~.reduce_checked.CheckedReduce` (the core's raw kernels, which
+        fold in another order than the backend's entry: float results may differ in their
+        last bits); None (the backend's entry) else."""
+        if not checked:
+            return None
+        from .reduce_checked import CheckedReduce
+
+        return CheckedReduce(device, spec)
 
     def lower(self, spec: Spec, common: dict[str, Any]) -> KernelIR:
         T = spec.T

@@ -15,37 +15,28 @@ A host-memory device (capability ``host_memory``) scans the caller's array throu
 
 from __future__ import annotations
 
-import threading
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from ..backend.buffer import Buffer
-from ..errors import InvalidArgument
-from ..interop import as_buffer
 from ..raw.launch import RawKernel
-from .base import Kind, kind_named
+from .core_program import CoreProgram
 from .foreign import DeviceArray
 from .scan import levels
 from .scan_device import NoParams, scan_kernels
 
 if TYPE_CHECKING:
-    from ..backend.device import Device, Stream
+    from ..backend.device import Device
     from ..specs import Spec
 
 _NO_PARAMS = NoParams(unused=0)
 
 
-class ScanProgram:
+class ScanProgram(CoreProgram):
     """A scan's raw kernels on one device; ``launch`` is the kind's checked front end."""
 
     def __init__(self, device: Device, spec: Spec, per_element: bool | None = None, *,
                  checked: bool = False) -> None:
-        self.device, self.spec = device, spec
-        self.kind: Kind = kind_named(spec.kind)
-        self.checked = checked
-        """Whether the raw kernels are checked (:meth:`synchronize` and ``run`` raise the
-        first fault of ``pre`` or ``combine``)."""
+        super().__init__(device, spec, checked)
         first, upper, fix, fix_each = scan_kernels(spec)
         backend, ordinal = device.backend, device.ordinal
         self._first = RawKernel(first, backend, ordinal, checked=checked)
@@ -58,56 +49,10 @@ class ScanProgram:
         self._fix = RawKernel(fix_each if self.fix_per_element else fix, backend, ordinal,
                               checked=checked)
         self.artifact = self._first.artifact
-        self.block_size = spec.block_size
-        self.dtypes = {"T": np.dtype(spec.T)}
-        self._stream: Stream = device.stream
-        self._lock = threading.RLock()
-        """Held across a launch's plan (the scratch is shared) and a host ``run``."""
         self._totals: list[Buffer] = []
         self._data: Buffer | None = None
-        self._P = spec.params
         self.launch = self.kind.launch(self)
         """The kind's checked launch, bound to this program."""
-
-    @property
-    def stream(self) -> Stream:
-        """The stream the scan's kernels are enqueued on."""
-        return self._stream
-
-    @stream.setter
-    def stream(self, value: Stream) -> None:
-        if getattr(value, "device", None) is not self.device:
-            raise InvalidArgument(f"stream: expected a stream of {self.device!r}, got {value!r}")
-        self._stream = value
-
-    # ---- the front end's checks ------------------------------------------------------------
-    def check_params(self, p: Any) -> None:
-        """``p`` must be a ``P`` instance (None when the spec has no params)."""
-        P = self._P
-        if P is None:
-            if p is not None:
-                raise InvalidArgument(f"launch: spec {self.spec.name!r} has no params (P is "
-                                      f"None), got {type(p).__name__}")
-        elif not isinstance(p, P):
-            raise InvalidArgument(f"launch: spec {self.spec.name!r} takes a {P.__qualname__} "
-                                  f"instance, got {type(p).__name__}")
-
-    def operand(self, buf: Any, n: int) -> Buffer:
-        """``buf`` as a buffer of this device holding ``n`` elements of ``T``."""
-        if not isinstance(buf, Buffer):
-            buf = as_buffer(buf, self.device.backend)
-        if buf.device is not self.device:
-            raise InvalidArgument(f"launch: data is a buffer of {buf.device!r}; this kernel "
-                                  f"runs on {self.device!r}")
-        if buf.freed:
-            raise InvalidArgument("launch: data is a buffer used after free()")
-        size = self.dtypes["T"].itemsize
-        if n * size > buf.nbytes:
-            raise InvalidArgument(f"launch: data holds {buf.nbytes // size} elements, the "
-                                  f"launch needs {n}")
-        if getattr(buf, "dtype", None) != self.dtypes["T"]:
-            buf.dtype = self.dtypes["T"]
-        return buf
 
     # ---- the plan ------------------------------------------------------------------------------
     def enqueue(self, data: Buffer, n: int, p: Any) -> None:

@@ -40,11 +40,10 @@ def spec_checked(spec: Spec, checked: Any) -> bool:
     if not want or spec.kind_object.checkable:
         return want
     why = f"a {spec.kind} spec, whose entry each backend renders (the elementwise, map, " \
-        "map_indexed, map_to, zip and scan kinds run checked as raw kernels the core " \
-        "writes; this kind has no such form)"
+        "map_indexed, map_to, zip, scan and reduce kinds run checked as raw kernels the " \
+        "core writes; this kind has no such form, and calls no function of yours)"
     checked_unavailable(f"spec {spec.name!r}", why, checked,
-                        "check its functions through a checked g.map or g.scan spec, or "
-                        "write it as a raw kernel")
+                        "write it as a raw kernel to have its accesses checked")
     return False
 
 
