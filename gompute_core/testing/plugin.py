@@ -112,7 +112,7 @@ def pytest_collect_file(file_path: Any, parent: pytest.Collector) -> pytest.Modu
 
 
 TIERS = ("kinds", "buffers", "launch", "streams", "runtime", "compile", "devices", "threads",
-         "names", "raw", "scan")
+         "names", "raw", "checked", "scan")
 """The conformance tiers, in the order ``gompute certify`` reports them."""
 
 

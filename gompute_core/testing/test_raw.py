@@ -24,18 +24,27 @@ TIER = "raw"
 pytestmark = mark(kind="raw")
 
 
+class RawCache(dict[str, g.RawKernel]):
+    """Loaded raw kernels, by name (each compiled once per module), loaded with
+    ``checked`` (None: as ``$GOMPUTE_CHECKED`` says; the ``checked`` tier,
+    :mod:`.test_checked`, collects this module's tests again with True)."""
+
+    def __init__(self, checked: bool | None = None) -> None:
+        super().__init__()
+        self.checked = checked
+
+
 @pytest.fixture(scope="module")
-def raws(gompute_backend: str) -> dict[str, g.RawKernel]:
-    """A session of loaded raw kernels, by name (each compiled once per module)."""
-    cache: dict[str, g.RawKernel] = {}
-    return cache
+def raws(gompute_backend: str) -> RawCache:
+    """The module's loaded raw kernels (checked mode as the environment says)."""
+    return RawCache()
 
 
-def load(raws: dict[str, g.RawKernel], kernel: object, backend: str) -> g.RawKernel:
+def load(raws: RawCache, kernel: object, backend: str) -> g.RawKernel:
     """The kernel loaded on ``backend``, from ``raws`` when it already is."""
     name = kernel.name  # type: ignore[attr-defined]
     if name not in raws:
-        raws[name] = g.RawKernel(kernel, backend)
+        raws[name] = g.RawKernel(kernel, backend, checked=raws.checked)
     return raws[name]
 
 
@@ -54,7 +63,7 @@ def download(buf: object, count: int, dtype: type) -> np.ndarray:
 
 
 @pytest.mark.parametrize("n", [1, 255, 256, 1000, 70001])
-def test_raw_add(raws: dict, gompute_backend: str, n: int) -> None:
+def test_raw_add(raws: RawCache, gompute_backend: str, n: int) -> None:
     """The seed's raw add over ``global_id(0)``, n not a multiple of the block."""
     raw = load(raws, K.raw_add, gompute_backend)
     host = rng_for("raw_add", n).uniform(-100, 100, n).astype(np.float32)
@@ -64,7 +73,7 @@ def test_raw_add(raws: dict, gompute_backend: str, n: int) -> None:
     np.testing.assert_array_equal(download(buf, n, np.float32), host + np.float32(1))
 
 
-def test_kernel_chosen_by_name(raws: dict, gompute_backend: str) -> None:
+def test_kernel_chosen_by_name(raws: RawCache, gompute_backend: str) -> None:
     """A name from a config file picks the kernel; an unknown one is ``KernelNotFound`` (a
     ``LookupError``) naming the close match."""
     config = {"op": "raw_scale"}
@@ -82,7 +91,7 @@ def test_kernel_chosen_by_name(raws: dict, gompute_backend: str) -> None:
 
 
 @pytest.mark.parametrize("n,blocks", [(1, 1), (1000, 3), (1 << 18, 40), (12345, 7)])
-def test_block_sum(raws: dict, gompute_backend: str, n: int, blocks: int) -> None:
+def test_block_sum(raws: RawCache, gompute_backend: str, n: int, blocks: int) -> None:
     """Shared-memory tree reduction with barriers in a loop: one exact partial per block."""
     raw = load(raws, K.raw_block_sum, gompute_backend)
     host = rng_for("block_sum", n).integers(-1000, 1000, n).astype(np.int32)
@@ -95,7 +104,7 @@ def test_block_sum(raws: dict, gompute_backend: str, n: int, blocks: int) -> Non
 
 
 @pytest.mark.parametrize("n", [1, 127, 128, 1000, 4099])
-def test_block_scan(raws: dict, gompute_backend: str, n: int) -> None:
+def test_block_scan(raws: RawCache, gompute_backend: str, n: int) -> None:
     """Block-wide inclusive scan: values live across barriers in every thread."""
     raw = load(raws, K.raw_block_scan, gompute_backend)
     host = rng_for("scan", n).integers(-50, 50, n).astype(np.int32)
@@ -107,7 +116,7 @@ def test_block_scan(raws: dict, gompute_backend: str, n: int) -> None:
 
 
 @pytest.mark.parametrize("rows,cols", [(16, 16), (100, 75), (1, 300), (257, 33)])
-def test_tiled_transpose(raws: dict, gompute_backend: str, rows: int, cols: int) -> None:
+def test_tiled_transpose(raws: RawCache, gompute_backend: str, rows: int, cols: int) -> None:
     """2-D grid and blocks, a padded 2-D shared tile."""
     raw = load(raws, K.raw_transpose, gompute_backend)
     host = rng_for("transpose", rows, cols).standard_normal((rows, cols)).astype(np.float32)
@@ -121,7 +130,7 @@ def test_tiled_transpose(raws: dict, gompute_backend: str, rows: int, cols: int)
 
 
 @pytest.mark.parametrize("rows,cols", [(1, 1), (16, 16), (50, 37), (3, 200)])
-def test_stencil(raws: dict, gompute_backend: str, rows: int, cols: int) -> None:
+def test_stencil(raws: RawCache, gompute_backend: str, rows: int, cols: int) -> None:
     """5-point stencil with a shared halo; the same f32 operations, in the same order, as
     the NumPy oracle: equal bit for bit."""
     raw = load(raws, K.raw_stencil, gompute_backend)
@@ -136,7 +145,7 @@ def test_stencil(raws: dict, gompute_backend: str, rows: int, cols: int) -> None
 
 
 @pytest.mark.parametrize("n,blocks", [(1, 1), (5000, 3), (1 << 20, 64)])
-def test_histogram(raws: dict, gompute_backend: str, n: int, blocks: int) -> None:
+def test_histogram(raws: RawCache, gompute_backend: str, n: int, blocks: int) -> None:
     """Shared-memory atomics per block, then global atomics, against ``np.bincount``."""
     raw = load(raws, K.raw_histogram, gompute_backend)
     host = rng_for("hist", n).integers(0, 256, n).astype(np.uint8)
@@ -151,7 +160,7 @@ def test_histogram(raws: dict, gompute_backend: str, n: int, blocks: int) -> Non
 
 
 @pytest.mark.parametrize("n", [1, 1000, 100000])
-def test_cas_float_max(raws: dict, gompute_backend: str, n: int) -> None:
+def test_cas_float_max(raws: RawCache, gompute_backend: str, n: int) -> None:
     """A float maximum by compare-and-swap equals NumPy's."""
     raw = load(raws, K.raw_cas_max, gompute_backend)
     host = rng_for("casmax", n).standard_normal(n).astype(np.float32) * np.float32(1e3)
@@ -162,7 +171,7 @@ def test_cas_float_max(raws: dict, gompute_backend: str, n: int) -> None:
     assert download(result, 1, np.float32)[0] == host.max()
 
 
-def test_atomic_ops(raws: dict, gompute_backend: str) -> None:
+def test_atomic_ops(raws: RawCache, gompute_backend: str) -> None:
     """add/sub/min/max/exch on i32, add/min/max on f32 and add on u64, all contended."""
     raw = load(raws, K.raw_atomic_ops, gompute_backend)
     n = 10000
@@ -177,7 +186,7 @@ def test_atomic_ops(raws: dict, gompute_backend: str) -> None:
 
 @pytest.mark.parametrize("shape,block", [((5, 3, 2), (4, 2, 2)), ((33, 17, 9), (8, 4, 2)),
                                          ((1, 1, 70), (1, 1, 64))])
-def test_index_3d(raws: dict, gompute_backend: str, shape: tuple, block: tuple) -> None:
+def test_index_3d(raws: RawCache, gompute_backend: str, shape: tuple, block: tuple) -> None:
     """global_id, block_dim and grid_dim in three dimensions."""
     raw = load(raws, K.raw_index3d, gompute_backend)
     nx, ny, nz = shape
@@ -189,7 +198,7 @@ def test_index_3d(raws: dict, gompute_backend: str, shape: tuple, block: tuple) 
                                   K.index3d_oracle(shape, block))
 
 
-def test_fused_pipeline_in_raw_kernel(raws: dict, gompute_backend: str) -> None:
+def test_fused_pipeline_in_raw_kernel(raws: RawCache, gompute_backend: str) -> None:
     """A raw kernel calling ``Pipeline.eval`` equals the Python pipeline on NumPy scalars."""
     raw = load(raws, K.raw_fused, gompute_backend)
     n = 777
@@ -202,7 +211,7 @@ def test_fused_pipeline_in_raw_kernel(raws: dict, gompute_backend: str) -> None:
 
 
 # ------------------------------------------------------------------ launch checks
-def test_wrong_argument_types_rejected(raws: dict, gompute_backend: str) -> None:
+def test_wrong_argument_types_rejected(raws: RawCache, gompute_backend: str) -> None:
     """A float64 buffer or scalar where an f32 is declared is an ``InvalidArgument`` naming
     the argument's index and name; nothing runs and the data stays as it was."""
     raw = load(raws, K.raw_scale, gompute_backend)
@@ -235,7 +244,7 @@ class Factor:
 
 
 @pytest.mark.parametrize("value", [1e40, -1e40, 10**400, -(10**400)])
-def test_scalar_range_checked_like_params_fields(raws: dict, gompute_backend: str,
+def test_scalar_range_checked_like_params_fields(raws: RawCache, gompute_backend: str,
                                                  value: object) -> None:
     """A Python number an ``f32`` argument cannot hold (``1e40`` would become ``inf``;
     ``10**400`` is past any float) is refused exactly as a params field refuses it, naming
@@ -253,7 +262,7 @@ def test_scalar_range_checked_like_params_fields(raws: dict, gompute_backend: st
     np.testing.assert_array_equal(download(buf, 100, np.float32), host)
 
 
-def test_checks_hold_after_good_launches(raws: dict, gompute_backend: str) -> None:
+def test_checks_hold_after_good_launches(raws: RawCache, gompute_backend: str) -> None:
     """Launches that passed (NumPy scalars, then Python numbers) do not let a later wrong
     argument through: a buffer of another dtype, a freed buffer, an int past the declared
     type or of another NumPy type are each refused, naming the argument, and the data keep
@@ -284,7 +293,7 @@ def test_checks_hold_after_good_launches(raws: dict, gompute_backend: str) -> No
     np.testing.assert_array_equal(download(buf, 200, np.float32), want)
 
 
-def test_block_shapes_checked(raws: dict, gompute_backend: str) -> None:
+def test_block_shapes_checked(raws: RawCache, gompute_backend: str) -> None:
     """A block other than the declared one, or past the device's limits, is rejected."""
     raw = load(raws, K.raw_add, gompute_backend)
     host = np.zeros(512, np.float32)
@@ -313,7 +322,7 @@ def test_unknown_name_and_spec_name(gompute_backend: str) -> None:
         g.RawKernel("raw_histogramm", gompute_backend)
 
 
-def test_checked_shapes_are_not_confused_with_equal_values(raws: dict,
+def test_checked_shapes_are_not_confused_with_equal_values(raws: RawCache,
                                                            gompute_backend: str) -> None:
     """A launch shape checked once is remembered; ``True`` or ``1.0`` (equal to 1) are still
     refused after a launch with 1."""
