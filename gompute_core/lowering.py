@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .errors import KernelSyntaxError
+from .ir.entry import ElementLoop
 from .ir.kernel import KernelIR
 from .ir.nodes import Function, IRType
 from .types import ScalarType
@@ -54,10 +55,12 @@ def merge_functions(*groups: tuple[Function, ...]) -> tuple[Function, ...]:
 
 
 def lower_element(spec: Spec, common: dict[str, Any], values: tuple[IRType, ...],
-                  ret: ScalarType) -> KernelIR:
-    """The KernelIR of an elementwise kind: ``spec.fn(*values[, p]) -> ret``."""
-    fns = lower_function(spec.fn, values, common["params"], ret, f"{spec.name}_fn")  # type: ignore[arg-type]
-    return KernelIR(**common, functions=fns, element=f"{spec.name}_fn")
+                  loop: ElementLoop) -> KernelIR:
+    """The KernelIR of an element kind whose entry is ``loop``: ``spec.fn(*values[, p])``
+    lowered as ``loop.function``, returning the output's type."""
+    fns = lower_function(spec.fn, values, common["params"], loop.output.type,  # type: ignore[arg-type]
+                         loop.function)
+    return KernelIR(**common, functions=fns, element=loop.function, entry=loop)
 
 
 def lower_spec(spec: Spec) -> KernelIR:

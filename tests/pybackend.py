@@ -47,6 +47,7 @@ from gompute_core.backend import (
     hookimpl,
 )
 from gompute_core.errors import CompileFailed, InvalidArgument, NoDevice
+from gompute_core.ir.entry import ElementLoop
 from gompute_core.ir.kernel import KernelIR
 from gompute_core.ir.nodes import StructType
 from gompute_core.raw import builtins
@@ -55,9 +56,9 @@ from gompute_core.specs import Spec, registered_kernel, registered_spec
 FEATURES = ("entries", "raw")
 """The kernel features of the host-memory flavour: the spec kinds' entry points and raw
 kernels (no barriers, shared arrays or atomics); the packed flavour has ``entries`` only."""
-_ROLES = {"map": ("T",), "map_indexed": ("T",), "map_to": ("In", "Out"),
-          "zip": ("A", "B", "Out"), "reduce": ("T", "T"), "gather": ("T", "Idx", "T"),
-          "scatter": ("T", "Idx", "T")}
+_ROLES = {"reduce": ("T", "T"), "gather": ("T", "Idx", "T"), "scatter": ("T", "Idx", "T")}
+"""The element type of each pointer argument of a kind without an entry structure (an
+element loop's are in its ``KernelIR.entry``)."""
 
 
 class PyBuffer(Buffer):
@@ -83,19 +84,21 @@ class PyBuffer(Buffer):
         self.mem[offset:offset + nbytes] = value
 
 
-def _takes_params(fn: Any, kind: str) -> bool:
+def _takes_params(fn: Any, values: int) -> bool:
+    """Whether ``fn`` takes ``p`` after its ``values`` value arguments."""
     target = fn if inspect.isfunction(fn) else getattr(fn, "eval", fn)
-    return len(inspect.signature(target).parameters) == (3 if kind in ("zip", "map_indexed")
-                                                          else 2)
+    return len(inspect.signature(target).parameters) == values + 1
 
 
 class PyEntry:
     """Runs one spec's Python functions over the launch's arrays (the launcher)."""
 
-    def __init__(self, spec: Spec, args: ArgBuffer) -> None:
-        self.spec, self.args, self.launches = spec, args, 0
+    def __init__(self, spec: Spec, kernel: KernelIR, args: ArgBuffer) -> None:
+        self.spec, self.kernel, self.args, self.launches = spec, kernel, args, 0
         fn = spec.fn if spec.fn is not None else spec.pre
-        self._with_p = fn is not None and _takes_params(fn, spec.kind)
+        loop = kernel.entry
+        values = 1 if loop is None else len(loop.inputs) + loop.indexed
+        self._with_p = fn is not None and _takes_params(fn, values)
 
     def _call(self, fn: Any, *xs: Any) -> Any:
         return fn(*xs, self.args.params) if self._with_p else fn(*xs)
@@ -107,28 +110,25 @@ class PyEntry:
         """One launch over ``values`` (the entry's arguments, decoded)."""
         self.launches += 1
         with np.errstate(all="ignore"):
-            getattr(self, f"_{self.spec.kind}")(grid, *values)
+            if self.kernel.entry is not None:
+                self._element_loop(self.kernel.entry, values)
+            else:
+                getattr(self, f"_{self.spec.kind}")(grid, *values)
 
     def values(self) -> tuple[Any, ...]:
         """The launch's arguments: typed arrays and counts, in entry order."""
         return self.args.values
 
-
-    def _map(self, grid: int, data: np.ndarray, n: int) -> None:
-        for i in range(n):
-            data[i] = self.spec.T(self._call(self.spec.fn, data[i]))
-
-    def _map_indexed(self, grid: int, data: np.ndarray, n: int) -> None:
-        for i in range(n):
-            data[i] = self.spec.T(self._call(self.spec.fn, data[i], np.uint64(i)))
-
-    def _map_to(self, grid: int, inp: np.ndarray, out: np.ndarray, n: int) -> None:
-        for i in range(n):
-            out[i] = self.spec.Out(self._call(self.spec.fn, inp[i]))
-
-    def _zip(self, grid: int, a: np.ndarray, b: np.ndarray, out: np.ndarray, n: int) -> None:
-        for i in range(n):
-            out[i] = self.spec.Out(self._call(self.spec.fn, a[i], b[i]))
+    def _element_loop(self, loop: ElementLoop, values: tuple[Any, ...]) -> None:
+        """``loop`` (map, map_indexed, map_to, zip) over the launch's arguments."""
+        at = dict(zip((name for name, _ in self.kernel.entry_args), values, strict=True))
+        inputs = [at[a.name] for a in loop.inputs]
+        out, t = at[loop.output.name], loop.output.type
+        for i in range(at[loop.count]):
+            xs = [x[i] for x in inputs]
+            if loop.indexed:
+                xs.append(np.uint64(i))
+            out[i] = t(self._call(self.spec.fn, *xs))
 
     def _reduce(self, blocks: int, data: np.ndarray, n: int, partials: np.ndarray) -> None:
         spec, T = self.spec, self.spec.T
@@ -194,14 +194,19 @@ class PackedPyEntry(PyEntry):
     """Reads the packed argument buffer as a GPU would: addresses and counts, then the
     params struct's bytes."""
 
-    def __init__(self, spec: Spec, args: ArgBuffer, device: PackedPyDevice,
+    def __init__(self, spec: Spec, kernel: KernelIR, args: ArgBuffer, device: PackedPyDevice,
                  convert: Callable[[bytes], Any]) -> None:
-        super().__init__(spec, args)
+        super().__init__(spec, kernel, args)
         self.device, self.convert = device, convert
         layout = args.layout
         self._leading = struct.Struct(layout.leading_format())
-        self._roles = _ROLES[spec.kind]
-        self._dtypes = {role: np.dtype(t) for role, t in spec.value_types}
+        if kernel.entry is not None:
+            types = kernel.entry.arrays()
+            self._pointer_dtypes = [np.dtype(types[name])
+                                    for name, arg in kernel.entry_args if arg == "pointer"]
+        else:
+            dtypes = {role: np.dtype(t) for role, t in spec.value_types}
+            self._pointer_dtypes = [dtypes[role] for role in _ROLES[spec.kind]]
 
     def __call__(self, grid: int, stream: Stream) -> None:
         if isinstance(stream, QueuedStream):  # a driver copies the argument bytes at launch
@@ -222,9 +227,9 @@ class PackedPyEntry(PyEntry):
             self.args.params = self.convert(raw[layout.params_offset:layout.params_offset + size])
         else:
             self.args.params = self.convert(b"")
-        out, roles = [], iter(self._roles)
+        out, dtypes = [], iter(self._pointer_dtypes)
         for slot, value in zip(layout.slots, self._leading.unpack_from(raw), strict=False):
-            out.append(self.device.resolve(value, self._dtypes[next(roles)])
+            out.append(self.device.resolve(value, next(dtypes))
                        if slot.kind == "pointer" else value)
         return tuple(out)
 
@@ -250,7 +255,7 @@ class PyDevice(Device):
         if spec is None or artifact.digest != kernel.digest():
             raise InvalidArgument(f"artifact {artifact.entry!r} does not match kernel "
                                   f"{kernel.name!r}")
-        return PyEntry(spec, args)
+        return PyEntry(spec, kernel, args)
 
     def borrow(self, host: np.ndarray) -> PyBuffer:
         """A buffer viewing ``host``'s memory (capability ``host_memory``)."""
@@ -323,7 +328,7 @@ class PackedPyDevice(PyDevice):
 
     def _load(self, artifact: Artifact, kernel: KernelIR, args: ArgBuffer) -> PyEntry:
         entry = super()._load(artifact, kernel, args)
-        return PackedPyEntry(entry.spec, args, self, self.params_converter(kernel))
+        return PackedPyEntry(entry.spec, kernel, args, self, self.params_converter(kernel))
 
     def pinned(self, shape: Any, dtype: Any = np.uint8) -> np.ndarray:
         """Host memory is all this device has: an ordinary array is as fast as any."""

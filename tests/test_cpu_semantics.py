@@ -20,6 +20,8 @@ from gompute_cpu import plugin
 from gompute_core.compilation import compile_kernel
 from gompute_core.ir import nodes as ir
 from gompute_core.ir.kernel import KernelIR
+from gompute_core.kinds.map_to import MAP_TO
+from gompute_core.kinds.zip import ZIP
 
 INTS = (np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64)
 FLOATS = (np.float32, np.float64)
@@ -43,21 +45,29 @@ def program(kir: KernelIR) -> Any:
     return _Loaded(kir)
 
 
+def zip_kernel(name: str, t: type, fn: ir.Function) -> KernelIR:
+    """zip kernel ``out = fn(a, b)`` over ``t``."""
+    types = (("A", t), ("B", t), ("Out", t))
+    return KernelIR(name, "zip", 256, types, None, (fn,), element=fn.name,
+                    entry_args=ZIP.entry_args, entry=ZIP.element_loop(dict(types), fn.name))
+
+
 def binary_kernel(name: str, op: str, t: type) -> KernelIR:
     """zip kernel ``out = a OP b`` over ``t``."""
     a, b = ir.Var("a", t), ir.Var("b", t)
     fn = ir.Function(f"{name}_fn", (("a", t), ("b", t)), t, (),
                      (ir.Return(ir.Binary(op, a, b, t)),))
-    return KernelIR(name, "zip", 256, (("A", t), ("B", t), ("Out", t)), None, (fn,),
-                    element=fn.name)
+    return zip_kernel(name, t, fn)
 
 
 def unary_kernel(name: str, src: type, dst: type, body: Any) -> KernelIR:
     """map_to kernel ``out = body(Var x)`` from ``src`` to ``dst``."""
     fn = ir.Function(f"{name}_fn", (("x", src),), dst, (),
                      (ir.Return(body(ir.Var("x", src))),))
-    return KernelIR(name, "map_to", 256, (("In", src), ("Out", dst)), None, (fn,),
-                    element=fn.name)
+    types = (("In", src), ("Out", dst))
+    return KernelIR(name, "map_to", 256, types, None, (fn,), element=fn.name,
+                    entry_args=MAP_TO.entry_args,
+                    entry=MAP_TO.element_loop(dict(types), fn.name))
 
 
 def int_values(t: type) -> np.ndarray:
@@ -199,8 +209,7 @@ def test_min_max_are_python_builtins(func: str) -> None:
     t = np.float64
     fn = ir.Function("mm_fn", (("a", t), ("b", t)), t, (), (ir.Return(ir.CallIntrinsic(
         func, (ir.Var("a", t), ir.Var("b", t)), t)),))
-    kir = KernelIR(f"sem_{func}", "zip", 256, (("A", t), ("B", t), ("Out", t)), None, (fn,),
-                   element="mm_fn")
+    kir = zip_kernel(f"sem_{func}", t, fn)
     out = np.zeros_like(a)
     program(kir).run(a, b, out)
     builtin = min if func == "min" else max

@@ -1,9 +1,10 @@
 """Params struct declarations and the entry point of every kind.
 
-Elementwise kinds (map, map_indexed, map_to, zip) use 16-byte vector accesses
-when every pointer is 16-byte aligned, several vectors in flight per thread
-(``UNROLL``), a grid-stride loop over a grid the host sizes to the device, and
-a scalar tail. Reduce folds ``pre``-mapped elements with the same vector
+An element loop (:class:`~gompute_core.ir.entry.ElementLoop`: map, map_indexed, map_to,
+zip; rendered from its structure, never from the kind's name) uses 16-byte vector
+accesses when every pointer is 16-byte aligned, several vectors in flight per thread
+(``UNROLL``), a grid-stride loop over a grid the host sizes to the device, and a scalar
+tail. Reduce folds ``pre``-mapped elements with the same vector
 loads into one accumulator per lane, then a shared-memory tree per block and
 one partial per block; custom (possibly non-commutative) combines keep element
 order: contiguous chunks per block and thread, and a neighbour-pairing tree.
@@ -17,7 +18,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..abi.entry_args import has_params
+from ..errors import Unsupported
 from ..ir import nodes as ir
+from ..ir.entry import ElementLoop
 from ..ir.kernel import KernelIR
 from ..types import is_signed
 from .cexpr import fn_name
@@ -25,9 +28,6 @@ from .ctypes_ import mem_type, reg_type, size_of, struct_cname
 
 if TYPE_CHECKING:
     from .renderer import CRenderer
-
-"""Vectors each thread loads before computing (memory-level parallelism)."""
-
 
 UNROLL = 4
 """Vectors each thread of an elementwise or reduce entry loads before computing (memory-level
@@ -127,35 +127,28 @@ class EntryWriter:
                     f"{self.r.zero_initializer()};\n")
         return out
 
-    # ---- elementwise ---------------------------------------------------------------
-    def elementwise(self) -> str:
-        """map, map_indexed, map_to, zip."""
-        k = self.k
-        if k.kind in ("map", "map_indexed"):
-            t = k.value_type("T")
-            ins, out = [("data", t)], ("data", t)
-            params = [self.ptr(t, "data", False), "gp_u64 n"]
-        elif k.kind == "map_to":
-            ti, to = k.value_type("In"), k.value_type("Out")
-            ins, out = [("in", ti)], ("out", to)
-            params = [self.ptr(ti, "in", True), self.ptr(to, "out", False), "gp_u64 n"]
-        else:
-            ta, tb, to = k.value_type("A"), k.value_type("B"), k.value_type("Out")
-            ins, out = [("a", ta), ("b", tb)], ("out", to)
-            params = [self.ptr(ta, "a", True), self.ptr(tb, "b", True),
-                      self.ptr(to, "out", False), "gp_u64 n"]
+    # ---- element loop ----------------------------------------------------------------
+    def element_loop(self, loop: ElementLoop) -> str:
+        """``loop`` (map, map_indexed, map_to, zip and any kind built on it): the
+        vector loop over the 16-byte-aligned prefix, then a scalar grid-stride tail."""
+        arrays = loop.arrays()
+        params = [self.ptr(arrays[name], name, not loop.writes(name)) if arg == "pointer"
+                  else f"gp_u64 {name}" for name, arg in self.k.entry_args]
+        ins = [(a.name, a.type) for a in loop.inputs]
+        out = (loop.output.name, loop.output.type)
 
         def compute(get: dict[str, str], idx: str) -> str:
             args = [self.w.load(get[name], t) for name, t in ins]
-            if k.kind == "map_indexed":
+            if loop.indexed:
                 args.append(idx)
-            return self.w.store(self.call(k.element, args), out[1])  # type: ignore[arg-type]
+            return self.w.store(self.call(loop.function, args), out[1])
 
+        n = loop.count
         src = self.head(params) + " {\n" + self.prologue() + "  gp_u64 gp_i = gp_tid;\n"
         if self.r.vector_loads != "scalar":
-            src += self._elementwise_vectors(ins, out, compute)
-        get = {n: f"{n}[gp_i]" for n, _ in [*ins, out]}
-        src += (f"  for (; gp_i < n; gp_i += gp_nth) {out[0]}[gp_i] = {compute(get, 'gp_i')};\n"
+            src += self._element_vectors(n, ins, out, compute)
+        get = {name: f"{name}[gp_i]" for name in arrays}
+        src += (f"  for (; gp_i < {n}; gp_i += gp_nth) {out[0]}[gp_i] = {compute(get, 'gp_i')};\n"
                 "}\n")
         return src
 
@@ -195,13 +188,15 @@ class EntryWriter:
         vt = self.r.vector_types[nbytes]
         return f"{self.vector_cast(vt, ptr, False)}[{at}] = {r}[u].v;"
 
-    def _elementwise_vectors(self, ins: list[tuple[str, ir.IRType]], out: tuple[str, ir.IRType],
-                             compute: Callable[[dict[str, str], str], str]) -> str:
-        """The 16-byte vector loop over the aligned prefix (``gp_i`` continues after it)."""
+    def _element_vectors(self, n: str, ins: list[tuple[str, ir.IRType]],
+                         out: tuple[str, ir.IRType],
+                         compute: Callable[[dict[str, str], str], str]) -> str:
+        """The 16-byte vector loop over the aligned prefix of ``n`` elements (``gp_i``
+        continues after it)."""
         arrays = dict([*ins, out])
         lanes = 16 // max(size_of(t) for t in arrays.values())
-        aligned = " && ".join(f"(((gp_u64){n}) & 15) == 0" for n in arrays)
-        src = f"  if ({aligned}) {{\n    const gp_u64 gp_nv = n / {lanes};\n"
+        aligned = " && ".join(f"(((gp_u64){a}) & 15) == 0" for a in arrays)
+        src = f"  if ({aligned}) {{\n    const gp_u64 gp_nv = {n} / {lanes};\n"
         if self.r.vector_loads == "union":
             for n, t in arrays.items():
                 vt = self.r.vector_types[lanes * size_of(t)]
@@ -209,15 +204,15 @@ class EntryWriter:
         for unroll in (UNROLL, 1):
             cond = f"gp_i + {unroll - 1} * gp_nth < gp_nv" if unroll > 1 else "gp_i < gp_nv"
             src += f"    for (; {cond}; gp_i += {unroll} * gp_nth) {{\n"
-            for n, t in ins:
-                src += (f"      {self._vectors(f'r_{n}', t, lanes, unroll, f'gp_V_{n}')}\n"
+            for a, t in ins:
+                src += (f"      {self._vectors(f'r_{a}', t, lanes, unroll, f'gp_V_{a}')}\n"
                         f"      {self.r.unroll_pragma}\n"
                         f"      for (int u = 0; u < {unroll}; ++u) "
-                        f"{self._load_vector(f'r_{n}', n, t, lanes)}\n")
+                        f"{self._load_vector(f'r_{a}', a, t, lanes)}\n")
             on, ot = out
             if on not in dict(ins):
                 src += f"      {self._vectors(f'r_{on}', ot, lanes, unroll, f'gp_V_{on}')}\n"
-            get = {n: self._lane(f"r_{n}") for n in arrays}
+            get = {a: self._lane(f"r_{a}") for a in arrays}
             idx = f"(gp_i + u * gp_nth) * {lanes} + l"
             src += (f"      {self.r.unroll_pragma}\n"
                     f"      for (int u = 0; u < {unroll}; ++u) {{\n"
@@ -332,8 +327,11 @@ class EntryWriter:
 
     def render(self) -> str:
         """The entry point for the kernel's kind."""
+        if self.k.entry is not None:
+            return self.element_loop(self.k.entry)
         if self.k.kind == "reduce":
             return self.reduce()
         if self.k.kind in ("gather", "scatter"):
             return self.indexed_copy()
-        return self.elementwise()
+        raise Unsupported(f"{self.r.name}: kernel {self.k.name!r} ({self.k.kind}) has no "
+                          "entry structure and no entry template")

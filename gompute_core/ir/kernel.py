@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..types import ScalarType
+from .entry import ElementLoop
 from .nodes import Const, Function, StructType
 
 Kind = str
@@ -79,6 +80,11 @@ class KernelIR:
     ``entry_args`` are the entry point's arguments before the params struct, in ABI order
     (the kind's ``Kind.entry_args``, copied here so that the layers below the kinds lay
     out arguments from the kernel alone); empty for raw kernels.
+
+    ``entry`` is the entry point's structure (:mod:`gompute_core.ir.entry`) when the kind
+    builds it from the shared shapes, which every renderer implements once (the element
+    kinds: an :class:`~gompute_core.ir.entry.ElementLoop`); None where the renderers still
+    write a per-kind entry (reduce, gather, scatter) and for raw kernels.
     """
 
     name: str
@@ -94,6 +100,7 @@ class KernelIR:
     block: tuple[int, int, int] | None = None
     contract: bool = False
     entry_args: tuple[tuple[str, EntryArgKind], ...] = ()
+    entry: ElementLoop | None = None
     _digest: str = field(default="", init=False, repr=False, compare=False)
 
     def value_type(self, role: str) -> ScalarType:

@@ -10,7 +10,9 @@ once in its own module (:mod:`.map`, :mod:`.map_to`, :mod:`.zip`,
   copied into every :class:`~gompute_core.ir.kernel.KernelIR` it lowers, so
   hosts lay out arguments without a per-kind table);
 * its **constructor** (``g.map``, ``g.reduce``, ...: validation, then a
-  :class:`~gompute_core.specs.Spec`) and its **lowering** (:meth:`Kind.lower`);
+  :class:`~gompute_core.specs.Spec`) and its **lowering** (:meth:`Kind.lower`), which
+  for the element kinds (:class:`ElementKind`) describes the device entry as a
+  structural node every renderer implements once (``KernelIR.entry``);
 * the **grid rule** (:meth:`Kind.per_block`), the checked per-kind
   **launch** front end (:meth:`Kind.bind_launch`, bound to a
   :class:`~gompute_core.kinds.program.KernelProgram`), and ``Kernel.run``'s front
@@ -34,13 +36,16 @@ through the object it is bound to.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..codegen.entries import UNROLL
 from ..errors import InvalidArgument
+from ..ir.entry import ElementLoop, EntryArray
+from ..lowering import lower_element
+from ..types import ScalarType, u64
 
 if TYPE_CHECKING:
     from ..ir.kernel import EntryArgKind, KernelIR
@@ -193,6 +198,30 @@ class CheckedByElementwise:
         from .element_checked import CheckedElements
 
         return CheckedElements(device, spec)
+
+
+class ElementKind(CheckedByElementwise, Kind):
+    """A kind whose entry is one :class:`~gompute_core.ir.entry.ElementLoop`
+    (``map``, ``map_indexed``, ``map_to``, ``zip``): ``output[i] = f(inputs[i]...[, i], p)``
+    for ``i`` in ``[0, n)``. Its :attr:`~Kind.arrays` pair in order with the pointers of
+    its :attr:`~Kind.entry_args` (those read, ``in``/``inout``, are the inputs; the one
+    written, ``out``/``inout``, the output), its ``u64`` argument is the count; the
+    renderers need nothing else of it."""
+
+    def element_loop(self, types: Mapping[str, ScalarType], function: str) -> ElementLoop:
+        """The loop calling IR function ``function`` over arrays of ``types`` (by role)."""
+        pointers = [name for name, arg in self.entry_args if arg == "pointer"]
+        count = next(name for name, arg in self.entry_args if arg == "u64")
+        arrays = [(EntryArray(name, types[role]), access)
+                  for name, (role, access) in zip(pointers, self.arrays, strict=True)]
+        inputs = tuple(a for a, access in arrays if access != "out")
+        output = next(a for a, access in arrays if access != "in")
+        return ElementLoop(count, inputs, output, function, self.indexed)
+
+    def lower(self, spec: Spec, common: dict[str, Any]) -> KernelIR:
+        loop = self.element_loop(dict(spec.value_types), f"{spec.name}_fn")
+        values = tuple(a.type for a in loop.inputs) + ((u64,) if loop.indexed else ())
+        return lower_element(spec, common, values, loop)
 
 
 _REGISTRY: dict[str, Kind] = {}

@@ -17,8 +17,6 @@ from types import MethodType
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidArgument
-from ..ir.kernel import KernelIR
-from ..lowering import lower_element
 from ..specs import (
     Spec,
     _check_arity,
@@ -28,8 +26,8 @@ from ..specs import (
     _new,
     _where,
 )
-from ..types import as_scalar_type, short_name, u64
-from .base import U64_LIMIT, CheckedByElementwise, Kind, launch_count, register
+from ..types import as_scalar_type, short_name
+from .base import U64_LIMIT, ElementKind, launch_count, register
 
 if TYPE_CHECKING:
     from ..backend.buffer import Buffer
@@ -78,7 +76,7 @@ def _run_map(k: Any, data: Any, p: Any = None) -> Any:
     return data
 
 
-class MapKind(CheckedByElementwise, Kind):
+class MapKind(ElementKind):
     """``data[i] = f(data[i], p)`` in place."""
 
     name = "map"
@@ -87,13 +85,6 @@ class MapKind(CheckedByElementwise, Kind):
     entry_args = (("data", "pointer"), ("n", "u64"))
     arrays = (("T", "inout"),)
     dask_inputs = (("data", "T"),)
-
-    def element_values(self, spec: Spec) -> tuple[Any, ...]:
-        """The element function's value arguments (before ``p``)."""
-        return (spec.T,)
-
-    def lower(self, spec: Spec, common: dict[str, Any]) -> KernelIR:
-        return lower_element(spec, common, self.element_values(spec), spec.T)
 
     def launch(self, program: Any) -> Callable[..., None]:
         return MethodType(_launch_map, program)
@@ -115,9 +106,6 @@ class MapIndexedKind(MapKind):
     name = "map_indexed"
     pipelines = False
     indexed = True
-
-    def element_values(self, spec: Spec) -> tuple[Any, ...]:
-        return (spec.T, u64)
 
     def dask_chunk(self, chunk: Any, spec: Spec, p: Any, blocks: tuple[Any, ...],
                    block_info: Any) -> Any:

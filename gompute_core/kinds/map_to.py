@@ -10,10 +10,8 @@ from collections.abc import Callable
 from types import MethodType
 from typing import TYPE_CHECKING, Any
 
-from ..ir.kernel import KernelIR
-from ..lowering import lower_element
 from ..specs import Spec, _check_arity, _check_params, _check_type, _new
-from .base import U64_LIMIT, CheckedByElementwise, Kind, launch_count, register
+from .base import U64_LIMIT, ElementKind, launch_count, register
 
 if TYPE_CHECKING:
     from ..backend.buffer import Buffer
@@ -46,7 +44,7 @@ def _run_map_to(k: Any, inp: Any, out: Any, p: Any = None) -> Any:
     return out
 
 
-class MapToKind(CheckedByElementwise, Kind):
+class MapToKind(ElementKind):
     """``out[i] = f(inp[i], p)``."""
 
     name = "map_to"
@@ -57,9 +55,6 @@ class MapToKind(CheckedByElementwise, Kind):
     output_role = "Out"
     arrays = (("In", "in"), ("Out", "out"))
     dask_inputs = (("inp", "In"),)
-
-    def lower(self, spec: Spec, common: dict[str, Any]) -> KernelIR:
-        return lower_element(spec, common, (spec.In,), spec.Out)
 
     def launch(self, program: Any) -> Callable[..., None]:
         return MethodType(_launch_map_to, program)

@@ -10,10 +10,8 @@ from collections.abc import Callable
 from types import MethodType
 from typing import TYPE_CHECKING, Any
 
-from ..ir.kernel import KernelIR
-from ..lowering import lower_element
 from ..specs import Spec, _check_arity, _check_params, _check_type, _new
-from .base import U64_LIMIT, CheckedByElementwise, Kind, launch_count, register
+from .base import U64_LIMIT, ElementKind, launch_count, register
 
 if TYPE_CHECKING:
     from ..backend.buffer import Buffer
@@ -53,7 +51,7 @@ def _run_zip(k: Any, a: Any, b: Any, out: Any, p: Any = None) -> Any:
     return out
 
 
-class ZipKind(CheckedByElementwise, Kind):
+class ZipKind(ElementKind):
     """``out[i] = f(a[i], b[i], p)``."""
 
     name = "zip"
@@ -64,9 +62,6 @@ class ZipKind(CheckedByElementwise, Kind):
     output_role = "Out"
     arrays = (("A", "in"), ("B", "in"), ("Out", "out"))
     dask_inputs = (("a", "A"), ("b", "B"))
-
-    def lower(self, spec: Spec, common: dict[str, Any]) -> KernelIR:
-        return lower_element(spec, common, (spec.A, spec.B), spec.Out)
 
     def launch(self, program: Any) -> Callable[..., None]:
         return MethodType(_launch_zip, program)

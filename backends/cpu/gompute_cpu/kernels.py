@@ -3,7 +3,9 @@
 Every module defines the same entry points, so the program never inspects
 the source:
 
-* map kinds: ``k_serial(arrays..., n, P...)`` and ``k_parallel`` (``prange``);
+* an element loop (``KernelIR.entry``: map, map_indexed, map_to, zip):
+  ``k_serial(arrays..., n, P...)`` and ``k_parallel`` (``prange``), the entry's arguments
+  in order (a Python keyword among their names gets ``_`` appended);
 * reduce: ``k_blocks(data, n, partials, blocks, P...)`` and ``k_blocks_parallel`` (the
   launch ABI: one partial per contiguous block; ``run`` asks for one). A partial folds
   its chunk in :func:`reduce_parts` sub-chunks fixed by the chunk's length, each left to
@@ -33,8 +35,12 @@ on-disk cache.
 
 from __future__ import annotations
 
+import keyword
+
 import numpy as np
 
+from gompute_core.errors import Unsupported
+from gompute_core.ir.entry import ElementLoop
 from gompute_core.ir.kernel import KernelIR
 from gompute_core.ir.nodes import CallIntrinsic, Function, Return
 from gompute_core.types import ScalarType, is_float, is_signed
@@ -60,12 +66,6 @@ _PAR = dict(_OPT, parallel=True)
 _FN = dict(_OPT, inline="always")
 """
 
-_ARRAYS: dict[str, tuple[str, ...]] = {
-    "map": ("data",), "map_indexed": ("data",), "map_to": ("inp", "out"),
-    "zip": ("a", "b", "out"),
-}
-
-
 def _call(fn: Function, values: list[str], pleaves: list[str]) -> str:
     """Call of ``fn`` with value arguments in order, params leaves where it takes params."""
     args: list[str] = []
@@ -75,21 +75,23 @@ def _call(fn: Function, values: list[str], pleaves: list[str]) -> str:
     return call(f"f_{fn.name}", args)
 
 
-def _map_loops(kir: KernelIR, P: list[str]) -> str:
-    arrays = _ARRAYS[kir.kind]
-    fn = kir.function(kir.element or "")
-    if kir.kind == "map":
-        values, target = ["data[i]"], "data[i]"
-    elif kir.kind == "map_indexed":
-        values, target = ["data[i]", "np.uint64(i)"], "data[i]"
-    elif kir.kind == "map_to":
-        values, target = ["inp[i]"], "out[i]"
-    else:
-        values, target = ["a[i]", "b[i]"], "out[i]"
-    sig = ", ".join([*arrays, "n", *P])
-    body = f"        {target} = {_call(fn, values, P)}\n"
-    return (f"@njit(**_OPT)\ndef k_serial({sig}):\n    for i in range(n):\n{body}\n\n"
-            f"@njit(**_PAR)\ndef k_parallel({sig}):\n    for i in prange(n):\n{body}")
+def _arg(name: str) -> str:
+    """The Python spelling of entry argument ``name``: ``_`` appended to a keyword
+    (map_to's ``in``)."""
+    return name + "_" if keyword.iskeyword(name) else name
+
+
+def _element_loops(kir: KernelIR, loop: ElementLoop, P: list[str]) -> str:
+    """``loop``'s serial and ``prange`` loops over the entry's arguments."""
+    values = [f"{_arg(a.name)}[i]" for a in loop.inputs]
+    if loop.indexed:
+        values.append("np.uint64(i)")
+    sig = ", ".join([*(_arg(name) for name, _ in kir.entry_args), *P])
+    n = _arg(loop.count)
+    body = (f"        {_arg(loop.output.name)}[i] = "
+            f"{_call(kir.function(loop.function), values, P)}\n")
+    return (f"@njit(**_OPT)\ndef k_serial({sig}):\n    for i in range({n}):\n{body}\n\n"
+            f"@njit(**_PAR)\ndef k_parallel({sig}):\n    for i in prange({n}):\n{body}")
 
 
 _LANES = 64
@@ -209,12 +211,15 @@ def render_module(kir: KernelIR) -> str:
         opts = ("_REASSOC" if fn.name == kir.element else "_OPT") if kir.reassociate else "_FN"
         fn_sources.append(FunctionRenderer(fn, helpers).render(opts))
     P = [f"s{k}_P" for k in range(len(leaves(kir.params)))] if kir.params is not None else []
-    if kir.kind == "reduce":
+    if kir.entry is not None:
+        loops = _element_loops(kir, kir.entry, P)
+    elif kir.kind == "reduce":
         loops = _reduce_loops(kir, P)
     elif kir.kind in ("gather", "scatter"):
         loops = _move_loops(kir)
     else:
-        loops = _map_loops(kir, P)
+        raise Unsupported(f"cpu: kernel {kir.name!r} ({kir.kind}) has no entry structure "
+                          "and no loop template")
     return assemble(kir, helpers, [*fn_sources, loops])
 
 

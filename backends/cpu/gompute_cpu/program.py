@@ -46,10 +46,9 @@ RAW_WORK_PER_THREAD = 64
 does more than one element's work (a grid-stride loop, a tree step), and starting the
 threaded block loop costs about 1 us more than the serial one (measured, 2 cores)."""
 
-_ROLES = {"map": ("T",), "map_indexed": ("T",), "map_to": ("In", "Out"),
-          "zip": ("A", "B", "Out"), "reduce": ("T", "T"), "gather": ("T", "Idx", "T"),
-          "scatter": ("T", "Idx", "T")}
-"""The element type of each array argument of a kind's loops, in order."""
+_ROLES = {"reduce": ("T", "T"), "gather": ("T", "Idx", "T"), "scatter": ("T", "Idx", "T")}
+"""The element type of each array argument of the loops of a kind without an entry
+structure, in order (an element loop's are in its ``KernelIR.entry``)."""
 
 
 def parallel_threshold() -> int:
@@ -96,20 +95,24 @@ class CpuEntry:
         """The serial loop once compiled (None before its first launch)."""
         self._parallel: Any = None
         """The threaded loop once compiled (None before its first launch)."""
-        self._count_at = 1 if self.kind in ("map", "map_indexed", "reduce") else \
-            (2 if self.kind == "map_to" else 3)
+        count = kernel.entry.count if kernel.entry is not None else "n"
+        self._count_at = [name for name, _ in kernel.entry_args].index(count)
+        """Where the element count is among the launch's values (it picks the loop)."""
 
     def _signature(self) -> tuple[nbt.Type, ...]:
         """The numba argument types of both loops (the launch ABI's arrays, counts and
         params leaves)."""
+        pleaves = tuple(numba.typeof(a) for a in self.params.example())
+        loop = self.kernel.entry
+        if loop is not None:
+            types = loop.arrays()
+            return (*(_array_type(np.dtype(types[name])) if arg == "pointer" else nbt.int64
+                      for name, arg in self.kernel.entry_args), *pleaves)
         dtypes = {role: np.dtype(t) for role, t in self.kernel.value_types}
         arrays = [_array_type(dtypes[r]) for r in _ROLES[self.kind]]
-        pleaves = tuple(numba.typeof(a) for a in self.params.example())
         if self.kind == "reduce":
             return (arrays[0], nbt.int64, arrays[1], nbt.int64, *pleaves)
-        if self.kind in ("gather", "scatter"):
-            return (*arrays, nbt.int64, nbt.int64)
-        return (*arrays, nbt.int64, *pleaves)
+        return (*arrays, nbt.int64, nbt.int64)
 
     def _ready(self, parallel: bool) -> Any:
         """Compile (or load from numba's cache) the threaded or the serial loop and keep
