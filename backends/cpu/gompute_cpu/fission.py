@@ -55,7 +55,7 @@ elements of all threads together, as a GPU's threads do. The values the loop car
 one round to the next live in one slot per thread (:attr:`Lockstep.carried`).
 
 A local array (``g.local_array``) is per-thread storage already: each thread of the block
-has its own row of one ``(threads, size)`` array (:attr:`Plan.local_arrays`), so it is
+has its own slot of one ``(*shape, threads)`` array (:attr:`Plan.local_arrays`), so it is
 never a thread variable's slot nor carried by a lockstep loop.
 """
 
@@ -221,7 +221,7 @@ class Plan:
     thread of a phase mentioning it starts from the phase's entry value."""
     local_arrays: frozenset[str] = frozenset()
     """The local arrays (``g.local_array``) of the body: one array per thread of the block
-    (a row of a ``(threads, size)`` array, zeroed when the block starts), never a thread
+    (a slot of a ``(*shape, threads)`` array, zeroed when the block starts), never a thread
     variable's slot nor a value a lockstep loop carries."""
 
     def preamble(self, phase: Phase) -> list[str]:
@@ -243,7 +243,7 @@ class Plan:
 
     def flat(self) -> Phase | None:
         """The kernel's one phase when its threads never meet, so that they may run as one
-        flat loop (:func:`~.raw.render_raw_module`'s ``k_flat``): no shared memory, no
+        flat loop (:func:`~.raw_flat.render_raw_module`'s ``k_flat``): no shared memory, no
         barrier, no lockstep loop, and no block statement but assignments ahead of the
         phase that depend on neither the block index nor memory (run once per launch)."""
         if len(self.phases) != 1 or any(isinstance(t, ir.SharedType) for _, t in self.fn.locals):
