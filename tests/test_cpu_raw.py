@@ -176,6 +176,27 @@ def cpu_uniform_in_thread_loop(data: g.GlobalPtr[g.i32], rounds: g.i32,
         out[i] = s[lid]
 
 
+@g.raw_kernel(block=64)
+def cpu_phase_temps(data: g.GlobalPtr[g.f32], out: g.GlobalPtr[g.f32], rounds: g.i32):
+    """Per round: ``t`` and the loop variable ``j`` are assigned before they are read in
+    every phase (scalars, though used in several repeated phases); ``acc`` carries across
+    barriers (a slot per thread)."""
+    s = B.shared_array(g.f32, 64)
+    lid = B.local_id(0)
+    acc = g.f32(0)
+    for r in range(rounds):
+        t = data[B.global_id(0)] * g.f32(r)
+        for j in range(2):
+            t += g.f32(j)
+        s[lid] = t
+        B.barrier()
+        acc += s[(lid + 1) % 64]
+        for j in range(3):
+            acc += g.f32(j)
+        B.barrier()
+    out[B.global_id(0)] = acc
+
+
 def _raw(kernel: object) -> g.RawKernel:
     return g.RawKernel(kernel, "cpu")
 
@@ -236,6 +257,23 @@ def test_scan_plan_keeps_only_crossing_values_per_thread() -> None:
     p = plan(cpu_block_sum.lower().functions[-1], "cpu_block_sum")
     assert p.arrays == frozenset()  # acc and i stay scalars in the hot loop
     assert {"step", "stride"}.isdisjoint(p.thread_vars)
+
+
+@pytest.mark.parametrize("rounds", [0, 1, 3])
+def test_phase_temps_stay_scalars(mode: str, rounds: int) -> None:
+    """Only a value some phase reads before assigning it gets a slot per thread; the
+    kernel's results are the per-round oracle's (small integers: exact in f32)."""
+    p = plan(cpu_phase_temps.lower().functions[-1], "cpu_phase_temps")
+    assert p.arrays == {"acc"}
+    assert {"t", "j"} <= p.thread_vars
+    data = np.random.default_rng(rounds).integers(-9, 9, 192).astype(np.float32)
+    out = np.full(192, np.nan, np.float32)
+    _raw(cpu_phase_temps).launch(3, 64, [data, out, rounds])
+    acc = np.zeros(192, np.float32)
+    for r in range(rounds):
+        t = data * np.float32(r) + np.float32(1)
+        acc += np.roll(t.reshape(3, 64), -1, axis=1).reshape(-1) + np.float32(3)
+    np.testing.assert_array_equal(out, acc)
 
 
 @pytest.mark.parametrize(("rows", "cols"), [(1, 1), (16, 16), (37, 53), (300, 129)])

@@ -26,8 +26,9 @@ statements before it that do not mention its variable, so that
 ``stride = grid_dim(0) * block_dim(0)`` between thread statements does not
 split a phase. The other locals (*thread variables*) live in one scalar
 while a thread runs a phase; one used in several phases, or in a phase that a
-block loop repeats, gets one slot per thread (an array the block's phases
-share), except a *rematerialized* one: assigned once, at the top level, from
+block loop repeats, and that some phase may read before assigning it (:func:`exposed`:
+the value comes from an earlier phase), gets one slot per thread (an array the block's
+phases share), except a *rematerialized* one: assigned once, at the top level, from
 launch geometry, constants and values that never change afterwards
 (``lid = local_id(0)``), it is computed again at the start of each later
 phase that reads it instead of being stored. A *uniform* thread variable (the same in
@@ -54,7 +55,7 @@ elements of all threads together, as a GPU's threads do. The values the loop car
 one round to the next live in one slot per thread (:attr:`Lockstep.carried`).
 
 A local array (``g.local_array``) is per-thread storage already: each thread of the block
-has its own row of one ``(threads, size)`` array (:attr:`Plan.local_arrays`), so it is
+has its own slot of one ``(*shape, threads)`` array (:attr:`Plan.local_arrays`), so it is
 never a thread variable's slot nor carried by a lockstep loop.
 """
 
@@ -160,6 +161,41 @@ def holds(obj: object, *classes: type) -> bool:
     return any(isinstance(node, classes) for node in nodes_in(obj))
 
 
+def _reads(obj: object) -> set[str]:
+    """Every variable read in ``obj`` (an expression or a tuple of them)."""
+    return {node.name for node in nodes_in(obj) if isinstance(node, ir.Var)}
+
+
+def _exposed(stmts: tuple[ir.Stmt, ...], defined: set[str], out: set[str]) -> set[str]:
+    """Add to ``out`` the variables ``stmts`` may read before assigning them, ``defined``
+    being assigned on entry; the variables assigned on every path through them."""
+    defined = set(defined)
+    for s in stmts:
+        if isinstance(s, ir.Assign):
+            out |= _reads(s.value) - defined
+            defined.add(s.name)
+        elif isinstance(s, ir.If):
+            out |= _reads(s.cond) - defined
+            defined |= _exposed(s.body, defined, out) & _exposed(s.orelse, defined, out)
+        elif isinstance(s, ir.ForRange):  # no iteration, no assignment of the variable
+            out |= _reads((s.start, s.stop, s.step)) - defined
+            _exposed(s.body, defined | {s.var}, out)
+        elif isinstance(s, ir.While):
+            out |= _reads(s.cond) - defined
+            _exposed(s.body, defined, out)
+        else:
+            out |= _reads(s) - defined
+    return defined
+
+
+def exposed(stmts: tuple[ir.Stmt, ...]) -> set[str]:
+    """The variables ``stmts`` may read before assigning them: those whose value they may
+    take from earlier code."""
+    out: set[str] = set()
+    _exposed(stmts, set(), out)
+    return out
+
+
 def _reads_memory(e: ir.Expr) -> bool:
     return holds(e, ir.Load, ir.Atomic)
 
@@ -185,7 +221,7 @@ class Plan:
     thread of a phase mentioning it starts from the phase's entry value."""
     local_arrays: frozenset[str] = frozenset()
     """The local arrays (``g.local_array``) of the body: one array per thread of the block
-    (a row of a ``(threads, size)`` array, zeroed when the block starts), never a thread
+    (a slot of a ``(*shape, threads)`` array, zeroed when the block starts), never a thread
     variable's slot nor a value a lockstep loop carries."""
 
     def preamble(self, phase: Phase) -> list[str]:
@@ -207,7 +243,7 @@ class Plan:
 
     def flat(self) -> Phase | None:
         """The kernel's one phase when its threads never meet, so that they may run as one
-        flat loop (:func:`~.raw.render_raw_module`'s ``k_flat``): no shared memory, no
+        flat loop (:func:`~.raw_flat.render_raw_module`'s ``k_flat``): no shared memory, no
         barrier, no lockstep loop, and no block statement but assignments ahead of the
         phase that depend on neither the block index nor memory (run once per launch)."""
         if len(self.phases) != 1 or any(isinstance(t, ir.SharedType) for _, t in self.fn.locals):
@@ -491,8 +527,10 @@ def plan(fn: ir.Function, kernel: str) -> Plan:
     uniform = frozenset(planner.block_read)
     local = frozenset(name for name, t in fn.locals if isinstance(t, ir.LocalType))
     remat = {name: value for name, value in remat.items() if name not in uniform}
+    carried_in = set().union(*(exposed(p.stmts) for p in phases))
     arrays = frozenset(name for name, ps in in_phases.items() if name not in remat and (
-        len(ps) > 1 or ps[0].repeated) and name not in uniform and name not in local)
+        len(ps) > 1 or ps[0].repeated) and name not in uniform and name not in local
+        and name in carried_in)
     thread = frozenset(planner.thread)
     for p in phases:
         p.lockstep = _lockstep(fn, p, thread, planner.varying, arrays | local, remat)

@@ -68,7 +68,7 @@ class CpuCompiler(Compiler):
     def render(self, kernel: KernelIR, arch: str) -> str:
         """The complete Python module (``Unsupported`` for f16)."""
         if kernel.kind == "raw":
-            from .raw import render_raw_module
+            from .raw_flat import render_raw_module
 
             return render_raw_module(kernel)
         from .kernels import render_module

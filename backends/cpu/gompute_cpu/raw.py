@@ -10,7 +10,9 @@ The module a raw :class:`~gompute_core.ir.kernel.KernelIR` becomes defines:
   thread whose loop is already over runs the statements after it), then rounds over the
   threads whose ``_act[_t]`` flag says their loop goes on, each running up to
   ``_ROUND`` more of a thread's iterations (its carried values in ``_ls_<name>[_t]``)
-  and, when its loop ends, the statements after it;
+  and, when its loop ends, the statements after it; a phase of a kernel with barriers
+  whose uniform loops and ifs move out of the thread loop (:mod:`.interchange`) runs
+  them once, around a loop over the threads for each run of statements between them;
 * ``k_serial(_GX, _GY, _GZ, _BX, _BY, _BZ, _first, _last, _chunks, A...)`` and
   ``k_parallel`` (the same over ``prange``): the blocks ``_first`` to ``_last - 1`` (in
   launch order, x fastest; a launch may come in slices) in ``_chunks`` contiguous ranges
@@ -19,7 +21,7 @@ The module a raw :class:`~gompute_core.ir.kernel.KernelIR` becomes defines:
   (shared memory starts uninitialized on every device anyway);
 * for a kernel whose threads never meet (:meth:`~.fission.Plan.flat`), also
   ``k_flat(_GX, _GY, _GZ, _BX, _BY, _BZ, _first, _last, A...)``: the threads ``_first``
-  to ``_last - 1`` of a 1-D launch as one ``prange`` loop (:meth:`RawRenderer.render_flat`).
+  to ``_last - 1`` of a 1-D launch as one ``prange`` loop (:class:`~.raw_flat.FlatRenderer`).
 
 ``A...`` are the kernel's arguments in signature order, a params record as its leaves
 (:mod:`.params`): pointers as 1-D arrays of their element type, scalars as NumPy
@@ -42,6 +44,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+import numpy as np
+
 from gompute_core.errors import Unsupported
 from gompute_core.ir import nodes as ir
 from gompute_core.ir.kernel import KernelIR
@@ -55,13 +59,15 @@ from .fission import (
     Lockstep,
     Phase,
     Plan,
+    assigned_in,
     holds,
     names_in,
     nodes_in,
     plan,
 )
-from .kernels import assemble
+from .interchange import Node, Outer, moved
 from .params import is_aggregate
+from .ranges import Ranges
 from .render import FunctionRenderer, arg_names, call, define, tname, var, zero
 
 _AXES = "xyz"
@@ -83,6 +89,9 @@ class RawRenderer(FunctionRenderer):
         super().__init__(fn, helpers)
         self.kir = kir
         self.plan: Plan = plan(fn, kir.name)
+        self.moved = moved(self.plan)
+        self.ranges = Ranges(self.plan.remat, kir.block)
+        """Phases run with their uniform loops outside the thread loops (:mod:`.interchange`)."""
         self.atomics: set[str] = set()
         self.in_thread = False
         self.loop_depth = 0
@@ -91,9 +100,10 @@ class RawRenderer(FunctionRenderer):
         self.shared = [(name, t) for name, t in fn.locals if isinstance(t, ir.SharedType)]
         self.local_arrays: list[tuple[str, ir.LocalType]] = [
             (name, t) for name, t in fn.locals if isinstance(t, ir.LocalType)]
-        """The body's local arrays: in ``k_block`` one slot per thread of a ``(_nt,
-        *shape)`` array (zeroed when the block starts; a helper gets the thread's slot), in
-        ``k_flat`` one array per thread."""
+        """The body's local arrays: in ``k_block`` one slot per thread of a ``(*shape,
+        _nt)`` array, threads fastest, so that a loop over the threads reads consecutive
+        elements (zeroed when the block starts; a helper gets the thread's slot, a strided
+        view), in ``k_flat`` one array per thread."""
         self.lowered = list(dict.fromkeys(local for p in self.plan.phases
                                           if p.lockstep is not None
                                           for local in p.lockstep.locals))
@@ -108,7 +118,8 @@ class RawRenderer(FunctionRenderer):
         if name in self.plan.arrays:
             return f"{var(name)}[_t]"
         if name in self.plan.local_arrays and not self.flat:  # passed to a helper
-            return f"{var(name)}[{self.thread_row()}]"
+            rank = len(dict(self.local_arrays)[name].shape)
+            return f"{var(name)}[{':, ' * rank}{self.thread_row()}]"
         return var(name)
 
     def thread_row(self) -> str:
@@ -121,7 +132,7 @@ class RawRenderer(FunctionRenderer):
         """(name, allocation) of every array a block uses: shared arrays, per-thread slots
         and the done flags."""
         out = [(var(n), f"np.empty({t.size}, {tname(t.elem)})") for n, t in self.shared]
-        out += [(var(n), f"np.empty((_nt, {', '.join(map(str, t.shape))}), {tname(t.elem)})")
+        out += [(var(n), f"np.empty(({', '.join(map(str, t.shape))}, _nt), {tname(t.elem)})")
                 for n, t in self.local_arrays]
         for name, t in self.fn.locals:
             if name in self.plan.arrays:
@@ -145,7 +156,7 @@ class RawRenderer(FunctionRenderer):
         parts = [self.expr(i) for i in index]
         if self.flat:
             return f"{var(base.name)}[{', '.join(parts)}]"
-        return f"{var(base.name)}[{', '.join([self.thread_row(), *parts])}]"
+        return f"{var(base.name)}[{', '.join([*parts, self.thread_row()])}]"
 
     def visit_LocalLoad(self, e: ir.LocalLoad) -> str:
         return self.local_element(e.base, e.index)
@@ -172,10 +183,22 @@ class RawRenderer(FunctionRenderer):
         """(array, flat index) of ``base[index...]`` (2-D shared arrays are row-major)."""
         t = base.type
         if isinstance(t, ir.SharedType) and len(index) == 2:
-            flat = f"{self.expr(index[0])} * {t.shape[1]} + {self.expr(index[1])}"
+            row = f"{self.expr(index[0])} * {t.shape[1]}"
+            col = index[1]
+            if not isinstance(col, (ir.Var, ir.Const)) and self.ranges.of(col) is not None:
+                return var(base.name), self.ranges.sum(col, self.expr, row)
+            flat = f"{row} + {self.expr(col)}"
         else:
             flat = self.expr(index[0])
         return var(base.name), flat
+
+    def visit_Cast(self, e: ir.Cast) -> str:
+        """An integer widened to ``int64`` (an index) whose range is known: computed in
+        ``int64`` without wraparound casts (:mod:`.ranges`)."""
+        if e.type is np.int64 and not isinstance(e.value, (ir.Var, ir.Const)) and \
+                self.ranges.of(e.value) is not None:
+            return self.ranges.wide(e.value, self.expr)
+        return super().visit_Cast(e)
 
     def visit_Load(self, e: ir.Load) -> str:
         array, index = self.element(e.base, e.index)
@@ -229,7 +252,7 @@ class RawRenderer(FunctionRenderer):
         if isinstance(s, ir.While):
             super().visit_While(s, depth)
         else:
-            super().visit_ForRange(s, depth)
+            self.ranged_body(s, s.body, self.for_header(s, depth))
         self.loop_depth -= 1
         if holds(s.body, ir.Return):
             self.emit(depth, "if _ret:")
@@ -243,19 +266,19 @@ class RawRenderer(FunctionRenderer):
 
     # phases and block statements ---------------------------------------------------------
 
-    def thread_loops(self, depth: int, flat: bool, x_range: str = "") -> int:
-        """Emit the loops over the block's threads (x fastest; ``x_range`` narrows x);
-        the body's depth."""
+    def thread_loops(self, depth: int, flat: bool, x_range: str = "", bx: str = "_BX") -> int:
+        """Emit the loops over the block's threads (x fastest; ``x_range`` narrows x;
+        ``bx`` is the block's x size); the body's depth."""
         block = self.kir.block
         for axis in reversed(_AXES):
-            size = f"_B{axis.upper()}"
+            size = bx if axis == "x" else f"_B{axis.upper()}"
             if block is not None and block[_AXES.index(axis)] == 1:
                 continue
             span = x_range if axis == "x" and x_range else size
             self.emit(depth, f"for _t{axis} in range({span}):")
             depth += 1
         if flat:
-            self.emit(depth, "_t = (_tz * _BY + _ty) * _BX + _tx")
+            self.emit(depth, f"_t = (_tz * _BY + _ty) * {bx} + _tx")
         return depth
 
     def _local_x(self, e: ir.Expr) -> bool:
@@ -362,8 +385,51 @@ class RawRenderer(FunctionRenderer):
         self.block(stmts, depth)
         self.in_thread = False
 
+    def ranged_body(self, s: ir.ForRange, body: tuple[ir.Stmt, ...] | tuple[Node, ...],
+                    depth: int, p: Phase | None = None) -> None:
+        """The body of ``s`` (statements, or a moved phase's nodes of phase ``p``) with its
+        variable's range known (:mod:`.ranges`)."""
+        known = self.ranges.enter(s, assigned_in(s.body))
+        if p is None:
+            self.block(body, depth)  # type: ignore[arg-type]
+        else:
+            self.moved_phase(p, body, depth)  # type: ignore[arg-type]
+        if known:
+            self.ranges.leave(s)
+
+    def moved_phase(self, p: Phase, nodes: tuple[Node, ...], depth: int) -> None:
+        """A phase with its uniform loops and ifs outside the thread loops: each leaf a
+        loop over the threads (one flat loop when it reads no thread index). The x loop
+        runs to ``_NX``, the launch's block size: to LLVM an unknown trip count, so it
+        vectorizes that loop (contiguous across x) instead of unrolling it fully and
+        vectorizing the y loop with scatters (the SGEMM port's ``rA`` loads: 8x slower)."""
+        for node in nodes:
+            if isinstance(node, Outer):
+                if isinstance(node.stmt, ir.ForRange):
+                    self.ranged_body(node.stmt, node.body, self.for_header(node.stmt, depth), p)
+                    continue
+                self.emit(depth, f"if {self.expr(node.stmt.cond)}:")
+                self.moved_phase(p, node.body, depth + 1)
+                if node.orelse:
+                    self.emit(depth, "else:")
+                    self.moved_phase(p, node.orelse, depth + 1)
+                continue
+            recomputed = self.plan.recomputed(names_in(node.stmts) - assigned_in(node.stmts))
+            if any(isinstance(e, ir.Geometry) and e.func in ("local_id", "global_id")
+                   for e in nodes_in((node.stmts, *(self.plan.remat[n] for n in recomputed)))):
+                inner = self.thread_loops(depth, True, bx="_NX")
+            else:
+                self.emit(depth, "for _t in range(_BX * _BY * _BZ):")
+                inner = depth + 1
+            self.thread_start(p, recomputed, inner)
+            self.block(node.stmts, inner)
+            self.in_thread = False
+
     def phase(self, p: Phase, depth: int) -> None:
         """One phase: a loop over the threads running its statements."""
+        if p.index in self.moved:
+            self.moved_phase(p, self.moved[p.index], depth)
+            return
         if p.lockstep is not None:
             self.lockstep(p, p.lockstep, depth)
             return
@@ -421,78 +487,6 @@ class RawRenderer(FunctionRenderer):
                     raise Unsupported(f"{self.fn.source}: a params-record local in a raw kernel")
                 self.emit(depth, f"{var(name)} = {zero(t)}")
 
-    def _global_x(self, e: ir.Expr) -> bool:
-        """True for ``global_id(0)`` or a variable rematerialized from it."""
-        if isinstance(e, ir.Var):
-            e = self.plan.remat.get(e.name, e)
-        return isinstance(e, ir.Geometry) and e.func == "global_id" and e.dim == 0
-
-    def _guard_bound(self, cond: ir.Expr) -> str | None:
-        """For ``global_id(0) < u`` (``u`` uniform, read from neither memory nor a call),
-        also in its ``i64 < u64`` form ``g < 0 or u64(g) < u``, the end of the threads of
-        the slice ``_first`` to ``_last - 1`` that pass it; else None."""
-        if isinstance(cond, ir.Logical) and cond.op == "or" and isinstance(
-                cond.lhs, ir.Compare) and cond.lhs.op == "lt" and self._global_x(
-                cond.lhs.lhs) and isinstance(cond.rhs, ir.Compare) and cond.rhs.op == "lt" \
-                and isinstance(cond.rhs.lhs, ir.Cast) and self._global_x(cond.rhs.lhs.value):
-            unsigned = True  # global_id(0) is never negative: the first test is false
-            bound = cond.rhs.rhs
-        elif isinstance(cond, ir.Compare) and cond.op == "lt" and self._global_x(cond.lhs):
-            unsigned = False
-            bound = cond.rhs
-        else:
-            return None
-        if is_varying(bound, self.plan.thread_vars) or holds(bound, ir.Load, ir.Atomic,
-                                                             ir.CallFunction):
-            return None
-        if unsigned:
-            stop = f"np.int64(min(np.uint64(_last), np.uint64({self.expr(bound)})))"
-        else:
-            stop = f"min(_last, np.int64({self.expr(bound)}))"
-        return f"max(_first, {stop})"
-
-    def flat_guarded(self, p: Phase) -> tuple[str, tuple[ir.Stmt, ...]]:
-        """Where the threads of a flat phase that do anything end, and what they run: a
-        phase that is assignments that read nothing but the launch and locals, then one
-        ``if global_id(0) < u`` without ``else`` (:meth:`_guard_bound`), takes only the
-        threads that pass it and runs the ``if``'s body unconditionally: the others only
-        assign their own locals, which nothing reads. That keeps the loop free of a
-        branch around its whole body (with the branch, Black-Scholes took 1.13-1.15x
-        numba's CPU time, without it 1.01-1.02x, 2**20 options). Else the slice's end
-        and ``p``'s statements."""
-        whole = "_last", p.stmts
-        *head, last = p.stmts
-        if not (isinstance(last, ir.If) and not last.orelse) or not all(
-                isinstance(s, ir.Assign) and not holds(s.value, ir.Load, ir.Atomic,
-                                                       ir.CallFunction) for s in head):
-            return whole
-        bound = self._guard_bound(last.cond)
-        return whole if bound is None else (bound, (*head, *last.body))
-
-    def render_flat(self, p: Phase) -> str:
-        """``k_flat``: a kernel whose threads never meet (:meth:`~.fission.Plan.flat`) as
-        one parallel loop over the threads ``_first`` to ``_last - 1`` of a 1-D launch
-        (``_gx`` is ``global_id(0)``; a launch may come in slices). Its block statements
-        run once per slice, before the loop; each thread starts its locals afresh (numba
-        then keeps them private to the loop's iterations)."""
-        self.flat = True
-        locals_ = [name for name, _ in [*self.fn.locals, *self.lowered]]
-        thread = [name for name in locals_ if name in self.plan.thread_vars]
-        self.emit(0, "@njit(**_PAR)")
-        names = [*_GEOMETRY_NAMES, "_first", "_last", *arg_names(self.fn)]
-        self.emit(0, f"def k_flat({', '.join(names)}):")
-        self.launch_shape(["_GX", "_GY", "_GZ"])
-        self.scalar_locals([name for name in locals_ if name not in thread], 1)
-        for item in self.plan.items[:-1]:
-            self.visit(item, 1)
-        stop, stmts = self.flat_guarded(p)
-        self.emit(1, f"for _gx in prange(_first, {stop}):")
-        self.scalar_locals(thread, 2)
-        for name, t in self.local_arrays:  # zeroed, as the oracle's numpy.zeros
-            self.emit(2, f"{var(name)} = np.zeros({t.shape}, {tname(t.elem)})")
-        self.thread_body(p, stmts, 2)
-        return "\n".join(self.lines) + "\n"
-
     def render_block(self) -> str:
         """The ``k_block`` function."""
         fn, block = self.fn, self.kir.block
@@ -501,6 +495,8 @@ class RawRenderer(FunctionRenderer):
         self.emit(0, "@njit(inline=\"always\", **_OPT)")
         self.lines.extend(define("k_block", ["_b0", "_b1", "_b2", *_GEOMETRY_NAMES,
                                              *scratch, *arg_names(fn)]))
+        if self.moved:
+            self.emit(1, "_NX = _BX & _NONNEGATIVE")
         self.launch_shape(["_b0", "_b1", "_b2", "_GX", "_GY", "_GZ"])
         for d, axis in enumerate(_AXES):
             self.emit(1, f"_g{d} = _b{d} * _B{axis.upper()}")
@@ -546,22 +542,3 @@ class RawRenderer(FunctionRenderer):
                 f"                    _b1 = np.int64(0)\n"
                 f"                    _b2 += 1\n")
         return "\n\n".join(out)
-
-
-def render_raw_module(kir: KernelIR) -> str:
-    """The complete Python module of the raw kernel ``kir`` (``Unsupported`` for f16 or a
-    construct the CPU cannot run, naming the kernel)."""
-    helpers: set[tuple[str, ScalarType]] = set()
-    sources = [FunctionRenderer(fn, helpers).render() for fn in kir.functions[:-1]]
-    renderer = RawRenderer(kir, helpers)
-    parts = [renderer.render_block(), renderer.render_entries()]
-    atomics = renderer.atomics
-    flat = renderer.plan.flat()
-    if flat is not None:
-        flat_renderer = RawRenderer(kir, helpers)
-        parts.append(flat_renderer.render_flat(flat))
-        atomics |= flat_renderer.atomics
-    imports = [f"from gompute_cpu.atomics import atomic_{op} as _atomic_{op}"
-               for op in sorted(atomics)]
-    return assemble(kir, helpers, [*(["\n".join(imports)] if imports else []), *sources,
-                                   *parts])
