@@ -49,6 +49,9 @@ class Outer:
 
 Node: TypeAlias = Leaf | Outer
 
+_THREAD_GEOMETRY = frozenset({"local_id", "global_id"})
+"""Geometry builtins whose value differs between the threads of a block."""
+
 
 def leaves(nodes: tuple[Node, ...]) -> Iterator[Leaf]:
     """Every leaf of ``nodes``, in order."""
@@ -88,9 +91,12 @@ class _Splitter:
         """Variables that may not become a moved loop's variable."""
 
     def uniform(self, exprs: tuple[ir.Expr, ...], outer: set[str]) -> bool:
-        """True when every thread computes ``exprs`` alike at any point of the phase."""
-        return not holds(exprs, ir.Load, ir.Atomic, ir.CallFunction) and not (
-            names_in(exprs) & self.thread) - outer
+        """True when every thread computes ``exprs`` alike at any point of the phase: no
+        memory, no call, no thread variable and no thread index read directly (checked
+        mode's instrumentation reads ``local_id`` in its conditions)."""
+        return not holds(exprs, ir.Load, ir.Atomic, ir.CallFunction) and not any(
+            isinstance(node, ir.Geometry) and node.func in _THREAD_GEOMETRY
+            for node in nodes_in(exprs)) and not (names_in(exprs) & self.thread) - outer
 
     def movable(self, s: ir.Stmt, outer: set[str]) -> bool:
         if isinstance(s, ir.ForRange):
