@@ -47,7 +47,7 @@ from gompute_core.backend import (
     hookimpl,
 )
 from gompute_core.errors import CompileFailed, InvalidArgument, NoDevice
-from gompute_core.ir.entry import ElementLoop
+from gompute_core.ir.entry import BlockReduce, ElementLoop
 from gompute_core.ir.kernel import KernelIR
 from gompute_core.ir.nodes import StructType
 from gompute_core.raw import builtins
@@ -56,9 +56,9 @@ from gompute_core.specs import Spec, registered_kernel, registered_spec
 FEATURES = ("entries", "raw")
 """The kernel features of the host-memory flavour: the spec kinds' entry points and raw
 kernels (no barriers, shared arrays or atomics); the packed flavour has ``entries`` only."""
-_ROLES = {"reduce": ("T", "T"), "gather": ("T", "Idx", "T"), "scatter": ("T", "Idx", "T")}
+_ROLES = {"gather": ("T", "Idx", "T"), "scatter": ("T", "Idx", "T")}
 """The element type of each pointer argument of a kind without an entry structure (an
-element loop's are in its ``KernelIR.entry``)."""
+element loop's and a block reduce's are in its ``KernelIR.entry``)."""
 
 
 class PyBuffer(Buffer):
@@ -97,7 +97,7 @@ class PyEntry:
         self.spec, self.kernel, self.args, self.launches = spec, kernel, args, 0
         fn = spec.fn if spec.fn is not None else spec.pre
         loop = kernel.entry
-        values = 1 if loop is None else len(loop.inputs) + loop.indexed
+        values = len(loop.inputs) + loop.indexed if isinstance(loop, ElementLoop) else 1
         self._with_p = fn is not None and _takes_params(fn, values)
 
     def _call(self, fn: Any, *xs: Any) -> Any:
@@ -110,8 +110,11 @@ class PyEntry:
         """One launch over ``values`` (the entry's arguments, decoded)."""
         self.launches += 1
         with np.errstate(all="ignore"):
-            if self.kernel.entry is not None:
-                self._element_loop(self.kernel.entry, values)
+            entry = self.kernel.entry
+            if isinstance(entry, ElementLoop):
+                self._element_loop(entry, values)
+            elif isinstance(entry, BlockReduce):
+                self._block_reduce(entry, grid, values)
             else:
                 getattr(self, f"_{self.spec.kind}")(grid, *values)
 
@@ -130,12 +133,16 @@ class PyEntry:
                 xs.append(np.uint64(i))
             out[i] = t(self._call(self.spec.fn, *xs))
 
-    def _reduce(self, blocks: int, data: np.ndarray, n: int, partials: np.ndarray) -> None:
-        spec, T = self.spec, self.spec.T
+    def _block_reduce(self, node: BlockReduce, blocks: int, values: tuple[Any, ...]) -> None:
+        """``node`` (reduce) over the launch's arguments: block ``b`` folds the ``b``-th
+        contiguous chunk in order (the spec's Python ``pre`` and ``combine``)."""
+        at = dict(zip((name for name, _ in self.kernel.entry_args), values, strict=True))
+        data, n, partials = at[node.input.name], at[node.count], at[node.partials.name]
+        T, spec = node.partials.type, self.spec
         for b in range(blocks):
-            acc = T(spec.identity)
+            acc = T(node.identity.value)
             for x in data[b * n // blocks:(b + 1) * n // blocks]:
-                x = x if spec.pre is None else T(self._call(spec.pre, x))
+                x = x if node.pre is None else T(self._call(spec.pre, x))
                 acc = T(spec.combine(acc, x))
             partials[b] = acc
 

@@ -4,7 +4,8 @@ An element loop (:class:`~gompute_core.ir.entry.ElementLoop`: map, map_indexed, 
 zip; rendered from its structure, never from the kind's name) uses 16-byte vector
 accesses when every pointer is 16-byte aligned, several vectors in flight per thread
 (``UNROLL``), a grid-stride loop over a grid the host sizes to the device, and a scalar
-tail. Reduce folds ``pre``-mapped elements with the same vector
+tail. A block reduce (:class:`~gompute_core.ir.entry.BlockReduce`: reduce) folds
+``pre``-mapped elements with the same vector
 loads into one accumulator per lane, then a shared-memory tree per block and
 one partial per block; custom (possibly non-commutative) combines keep element
 order: contiguous chunks per block and thread, and a neighbour-pairing tree.
@@ -20,7 +21,7 @@ from typing import TYPE_CHECKING
 from ..abi.entry_args import has_params
 from ..errors import Unsupported
 from ..ir import nodes as ir
-from ..ir.entry import ElementLoop
+from ..ir.entry import BlockReduce, ElementLoop
 from ..ir.kernel import KernelIR
 from ..types import is_signed
 from .cexpr import fn_name
@@ -223,24 +224,31 @@ class EntryWriter:
                     f"      }}\n    }}\n")
         return src + f"    gp_i = gp_nv * {lanes} + gp_tid;\n  }}\n"
 
-    # ---- reduce --------------------------------------------------------------------
-    def reduce(self) -> str:
-        """One partial per block. Presets (``reassociate``): vector loads folded into one
-        accumulator per lane over a grid-stride loop, then a shared-memory tree. Custom
-        combines need only be associative, so order is kept: block ``b`` folds the
-        contiguous ``b``-th chunk, each thread a contiguous slice of it, and the tree pairs
-        neighbours (``t`` with ``t + s`` for ``t`` a multiple of ``2s``)."""
-        k, r, w = self.k, self.r, self.w
-        t = k.value_type("T")
+    # ---- block reduce ----------------------------------------------------------------
+    def block_reduce(self, node: BlockReduce) -> str:
+        """``node`` (reduce and any kind built on it): one partial per block. Reassociable
+        (presets): vector loads folded into one accumulator per lane over a grid-stride
+        loop, then a shared-memory tree. Otherwise the combine need only be associative, so
+        order is kept: block ``b`` folds the contiguous ``b``-th chunk, each thread a
+        contiguous slice of it, and the tree pairs neighbours (``t`` with ``t + s`` for
+        ``t`` a multiple of ``2s``)."""
+        r, w = self.r, self.w
+        t = node.input.type
         c = reg_type(t)
-        params = [self.ptr(t, "data", True), "gp_u64 n", self.ptr(t, "partials", False)]
+        arrays = node.arrays()
+        params = [self.ptr(arrays[name], name, not node.writes(name)) if arg == "pointer"
+                  else f"gp_u64 {name}" for name, arg in self.k.entry_args]
         src = self.head(params) + " {\n" + self.prologue()
         src += f"  {r.shared_qualifier} {c} gp_smem[{self.bs}];\n"
-        src += self._reduce_fold_unordered() if k.reassociate else self._reduce_fold_ordered()
-        comb = self._comb
+        src += (self._reduce_fold_unordered(node) if node.reassociate
+                else self._reduce_fold_ordered(node))
+
+        def comb(a: str, b: str) -> str:
+            return self._comb(node, a, b)
+
         src += (f"  const unsigned gp_t = {r.thread_idx}, gp_bd = {r.block_dim};\n"
                 f"  gp_smem[gp_t] = gp_a;\n  {r.barrier};\n")
-        if k.reassociate:
+        if node.reassociate:
             src += (f"  unsigned gp_s = 1;\n  while (gp_s < gp_bd) gp_s <<= 1;\n"
                     f"  for (gp_s >>= 1; gp_s > 0; gp_s >>= 1) {{\n"
                     f"    if (gp_t < gp_s && gp_t + gp_s < gp_bd) "
@@ -251,45 +259,53 @@ class EntryWriter:
                     f"    if ((gp_t & (2 * gp_s - 1)) == 0 && gp_t + gp_s < gp_bd) "
                     f"gp_smem[gp_t] = {comb('gp_smem[gp_t]', 'gp_smem[gp_t + gp_s]')};\n"
                     f"    {r.barrier};\n  }}\n")
-        return src + (f"  if (gp_t == 0) partials[{r.block_idx}] = "
-                      f"{w.store('gp_smem[0]', t)};\n}}\n")
+        return src + (f"  if (gp_t == 0) {node.partials.name}[{r.block_idx}] = "
+                      f"{w.store('gp_smem[0]', node.partials.type)};\n}}\n")
 
-    def _pre(self, x: str) -> str:
-        v = self.w.load(x, self.k.value_type("T"))
-        return self.call(self.k.pre, [v]) if self.k.pre else v
+    def _pre(self, node: BlockReduce, x: str) -> str:
+        v = self.w.load(x, node.input.type)
+        return self.call(node.pre, [v]) if node.pre else v
 
-    def _comb(self, a: str, b: str) -> str:
-        return self.call(self.k.element, [a, b])  # type: ignore[arg-type]
+    def _comb(self, node: BlockReduce, a: str, b: str) -> str:
+        return self.call(node.combine, [a, b])
 
-    def _reduce_fold_ordered(self) -> str:
-        r, k = self.r, self.k
-        c = reg_type(k.value_type("T"))
-        return (f"  const gp_u64 gp_chunk = (n + {r.grid_dim} - 1) / {r.grid_dim};\n"
-                f"  const gp_u64 gp_lo = ((gp_u64){r.block_idx} * gp_chunk < n) ? "
-                f"(gp_u64){r.block_idx} * gp_chunk : n;\n"
-                f"  const gp_u64 gp_hi = (n - gp_lo < gp_chunk) ? n : gp_lo + gp_chunk;\n"
+    def _reduce_fold_ordered(self, node: BlockReduce) -> str:
+        r = self.r
+        c = reg_type(node.input.type)
+        n, data = node.count, node.input.name
+        return (f"  const gp_u64 gp_chunk = ({n} + {r.grid_dim} - 1) / {r.grid_dim};\n"
+                f"  const gp_u64 gp_lo = ((gp_u64){r.block_idx} * gp_chunk < {n}) ? "
+                f"(gp_u64){r.block_idx} * gp_chunk : {n};\n"
+                f"  const gp_u64 gp_hi = ({n} - gp_lo < gp_chunk) ? {n} : gp_lo + gp_chunk;\n"
                 f"  const gp_u64 gp_per = (gp_hi - gp_lo + {r.block_dim} - 1) / {r.block_dim};\n"
                 f"  gp_u64 gp_i = gp_lo + (gp_u64){r.thread_idx} * gp_per;\n"
                 f"  if (gp_i > gp_hi) gp_i = gp_hi;\n"
                 f"  const gp_u64 gp_end = (gp_hi - gp_i < gp_per) ? gp_hi : gp_i + gp_per;\n"
-                f"  {c} gp_a = {self.w.expr(k.identity)};\n"  # type: ignore[arg-type]
+                f"  {c} gp_a = {self.w.expr(node.identity)};\n"
                 f"  for (; gp_i < gp_end; ++gp_i) gp_a = "
-                f"{self._comb('gp_a', self._pre('data[gp_i]'))};\n")
+                f"{self._comb(node, 'gp_a', self._pre(node, f'{data}[gp_i]'))};\n")
 
-    def _reduce_fold_unordered(self) -> str:
-        r, k = self.r, self.k
-        t = k.value_type("T")
+    def _reduce_fold_unordered(self, node: BlockReduce) -> str:
+        r = self.r
+        t = node.input.type
         c = reg_type(t)
         lanes = 16 // size_of(t)
         vt = r.vector_types[16]
-        comb, pre = self._comb, self._pre
+        n, data = node.count, node.input.name
+
+        def comb(a: str, b: str) -> str:
+            return self._comb(node, a, b)
+
+        def pre(x: str) -> str:
+            return self._pre(node, x)
+
         src = (f"  {c} gp_acc[{lanes}];\n"
                f"  {r.unroll_pragma}\n  for (int l = 0; l < {lanes}; ++l) "
-               f"gp_acc[l] = {self.w.expr(k.identity)};\n"  # type: ignore[arg-type]
+               f"gp_acc[l] = {self.w.expr(node.identity)};\n"
                f"  gp_u64 gp_i = gp_tid;\n")
         if r.vector_loads != "scalar":
-            src += (f"  if ((((gp_u64)data) & 15) == 0) {{\n"
-                    f"    const gp_u64 gp_nv = n / {lanes};\n")
+            src += (f"  if ((((gp_u64){data}) & 15) == 0) {{\n"
+                    f"    const gp_u64 gp_nv = {n} / {lanes};\n")
             if r.vector_loads == "union":
                 src += f"    {self.vector_union('gp_V', vt, t, lanes)}\n"
             for unroll in (UNROLL, 1):
@@ -298,7 +314,7 @@ class EntryWriter:
                         f"      {self._vectors('r', t, lanes, unroll, 'gp_V')}\n"
                         f"      {r.unroll_pragma}\n"
                         f"      for (int u = 0; u < {unroll}; ++u) "
-                        f"{self._load_vector('r', 'data', t, lanes)}\n"
+                        f"{self._load_vector('r', data, t, lanes)}\n"
                         f"      {r.unroll_pragma}\n      for (int u = 0; u < {unroll}; ++u) {{\n"
                         f"        {r.unroll_pragma}\n"
                         f"        for (int l = 0; l < {lanes}; ++l) "
@@ -308,8 +324,8 @@ class EntryWriter:
         return src + (f"  {c} gp_a = gp_acc[0];\n"
                       f"  {r.unroll_pragma}\n  for (int l = 1; l < {lanes}; ++l) "
                       f"gp_a = {comb('gp_a', 'gp_acc[l]')};\n"
-                      f"  for (; gp_i < n; gp_i += gp_nth) "
-                      f"gp_a = {comb('gp_a', pre('data[gp_i]'))};\n")
+                      f"  for (; gp_i < {n}; gp_i += gp_nth) "
+                      f"gp_a = {comb('gp_a', pre(f'{data}[gp_i]'))};\n")
 
     # ---- gather / scatter ------------------------------------------------------------
     def indexed_copy(self) -> str:
@@ -327,10 +343,11 @@ class EntryWriter:
 
     def render(self) -> str:
         """The entry point for the kernel's kind."""
-        if self.k.entry is not None:
-            return self.element_loop(self.k.entry)
-        if self.k.kind == "reduce":
-            return self.reduce()
+        entry = self.k.entry
+        if isinstance(entry, ElementLoop):
+            return self.element_loop(entry)
+        if isinstance(entry, BlockReduce):
+            return self.block_reduce(entry)
         if self.k.kind in ("gather", "scatter"):
             return self.indexed_copy()
         raise Unsupported(f"{self.r.name}: kernel {self.k.name!r} ({self.k.kind}) has no "

@@ -6,8 +6,10 @@ reference backend) renders or interprets the shape, never the kind's name, so a 
 built from them runs on every backend without a per-kind template.
 
 :class:`ElementLoop` is the shape of the element kinds (``map``, ``map_indexed``,
-``map_to``, ``zip``): one independent element per index of ``[0, n)``. Reduce,
-gather/scatter and scan keep their per-kind entries for now (issue 19, item 1).
+``map_to``, ``zip``): one independent element per index of ``[0, n)``.
+:class:`BlockReduce` is ``reduce``'s: one partial per block, each the fold of its
+block's share of the input. Gather/scatter and scan keep their per-kind entries for now
+(issue 19, item 1).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..types import ScalarType
+from .nodes import Const
 
 
 @dataclass(frozen=True)
@@ -52,3 +55,36 @@ class ElementLoop:
     def writes(self, name: str) -> bool:
         """Whether the loop writes the array ``name`` (its pointer is not ``const``)."""
         return name == self.output.name
+
+
+@dataclass(frozen=True)
+class BlockReduce:
+    """``for b in [0, blocks): partials[b] = fold(combine, identity, pre(input[i]) for i in
+    block b's share of [0, count))``, ``blocks`` the launch's grid.
+
+    ``count`` names the ``u64`` entry argument holding the element count; ``input`` is the
+    array read (``const``), ``partials`` the one written (one element per block);
+    ``combine`` is the IR function ``combine(a, b) -> T`` (associative; it never takes
+    ``p``); ``pre`` the IR function applied to each element first (it takes ``p`` last
+    when the kernel has params), or None; ``identity`` the fold's start (a ``T``
+    constant). ``reassociate`` says that ``combine`` is also commutative and may be
+    regrouped (the presets): a renderer may then give a block any share of the elements
+    and fold them in any order (lanes, trees, grid strides); otherwise block ``b``'s share
+    is the ``b``-th contiguous chunk and every fold keeps element order.
+    """
+
+    count: str
+    input: EntryArray
+    partials: EntryArray
+    combine: str
+    identity: Const
+    pre: str | None = None
+    reassociate: bool = False
+
+    def arrays(self) -> dict[str, ScalarType]:
+        """Every array's element type by entry name: the input, then the partials."""
+        return {self.input.name: self.input.type, self.partials.name: self.partials.type}
+
+    def writes(self, name: str) -> bool:
+        """Whether the entry writes the array ``name`` (its pointer is not ``const``)."""
+        return name == self.partials.name

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import InvalidArgument
+from ..ir.entry import BlockReduce, EntryArray
 from ..ir.kernel import KernelIR
 from ..ir.nodes import Const, Function
 from ..lowering import lower_function, merge_functions
@@ -95,11 +96,23 @@ class ReduceKind(Kind):
         pre: tuple[Function, ...] = ()
         if spec.pre is not None:
             pre = lower_function(spec.pre, (T,), common["params"], T, f"{spec.name}_pre")
+        entry = self.block_reduce(T, f"{spec.name}_combine", Const(spec.identity, T),
+                                  f"{spec.name}_pre" if pre else None, spec.preset is not None)
         return KernelIR(
             **common, functions=merge_functions(combine, pre),
-            element=f"{spec.name}_combine", pre=f"{spec.name}_pre" if pre else None,
-            identity=Const(spec.identity, T), reassociate=spec.preset is not None,
+            element=entry.combine, pre=entry.pre, identity=entry.identity,
+            reassociate=entry.reassociate, entry=entry,
         )
+
+    def block_reduce(self, T: Any, combine: str, identity: Const, pre: str | None = None,
+                     reassociate: bool = False) -> BlockReduce:
+        """The entry of a fold of ``T`` elements with IR function ``combine`` (and ``pre``)
+        over this kind's :attr:`~Kind.entry_args`: the first pointer is the input, the
+        second the partials, the ``u64`` the count."""
+        data, partials = (name for name, arg in self.entry_args if arg == "pointer")
+        count = next(name for name, arg in self.entry_args if arg == "u64")
+        return BlockReduce(count, EntryArray(data, T), EntryArray(partials, T), combine,
+                           identity, pre, reassociate)
 
     def launch(self, program: Any) -> Callable[..., None]:
         return MethodType(_launch_reduce, program)

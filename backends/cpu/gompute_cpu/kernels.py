@@ -6,8 +6,9 @@ the source:
 * an element loop (``KernelIR.entry``: map, map_indexed, map_to, zip):
   ``k_serial(arrays..., n, P...)`` and ``k_parallel`` (``prange``), the entry's arguments
   in order (a Python keyword among their names gets ``_`` appended);
-* reduce: ``k_blocks(data, n, partials, blocks, P...)`` and ``k_blocks_parallel`` (the
-  launch ABI: one partial per contiguous block; ``run`` asks for one). A partial folds
+* a block reduce (``KernelIR.entry``: reduce): ``k_blocks(input, count, partials, blocks,
+  P...)`` and ``k_blocks_parallel``, the entry's arguments in order then the block count
+  (the launch ABI: one partial per contiguous block; ``run`` asks for one). A partial folds
   its chunk in :func:`reduce_parts` sub-chunks fixed by the chunk's length, each left to
   right from the identity, then the sub-chunk results left to right from the identity
   (``k_part``; ``k_blocks_parallel`` folds every block's sub-chunks across the threads in
@@ -20,7 +21,7 @@ the source:
 ``P...`` are the params leaves (:mod:`.params`). Functions are compiled
 with ``error_model="numpy", boundscheck=False`` and no fast-math,
 except ``fastmath={"reassoc"}`` on the combine and the fold loop of a reduce
-preset (``kir.reassociate``): that lets LLVM vectorize the sum; a custom
+preset (``BlockReduce.reassociate``): that lets LLVM vectorize the sum; a custom
 ``combine`` is never reassociated; a kernel that opts in to contraction
 (``kir.contract``) adds ``"contract"`` to every function's flags, so LLVM may fuse
 ``a * b + c`` where the CPU has an FMA instruction. Outside presets the kernel's functions
@@ -40,7 +41,7 @@ import keyword
 import numpy as np
 
 from gompute_core.errors import Unsupported
-from gompute_core.ir.entry import ElementLoop
+from gompute_core.ir.entry import BlockReduce, ElementLoop
 from gompute_core.ir.kernel import KernelIR
 from gompute_core.ir.nodes import CallIntrinsic, Function, Return
 from gompute_core.types import ScalarType, is_float, is_signed
@@ -109,31 +110,34 @@ def reduce_parts(count: int) -> int:
     return max(1, min(-(-count // REDUCE_CHUNK), REDUCE_PARTS))
 
 
-def _lanes_help(kir: KernelIR) -> bool:
+def _lanes_help(kir: KernelIR, node: BlockReduce) -> bool:
     """True for a float min/max preset: LLVM vectorizes a ``b if b < a else a`` reduction
     only under no-NaNs fast-math (which would change results), so the fold keeps
     ``_LANES`` independent running minima instead (an element-wise loop, which does
     vectorize) and folds them at the end; reassociation is what presets allow."""
-    if not (kir.reassociate and is_float(kir.value_type("T"))):
+    if not (node.reassociate and is_float(node.input.type)):
         return False
-    body = kir.function(kir.element or "").body
+    body = kir.function(node.combine).body
     return (len(body) == 1 and isinstance(body[0], Return)
             and isinstance(body[0].value, CallIntrinsic) and body[0].value.func in ("min", "max"))
 
 
-def _reduce_loops(kir: KernelIR, P: list[str]) -> str:
-    T = kir.value_type("T")
-    comb = kir.function(kir.element or "")
-    x = "x[i]" if kir.pre is None else _call(kir.function(kir.pre), ["x[i]"], P)
-    ident = const(kir.identity.value if kir.identity is not None else 0, T)
-    fold_opts = "_REASSOC" if kir.reassociate else "_FN"
-    tail = "".join(f", {q}" for q in P)
+def _reduce_loops(kir: KernelIR, node: BlockReduce, P: list[str]) -> str:
+    """``node``'s ``k_blocks`` and ``k_blocks_parallel`` (and their folds) over the entry's
+    arguments and the block count."""
+    T = node.partials.type
+    comb = kir.function(node.combine)
+    x = "x[i]" if node.pre is None else _call(kir.function(node.pre), ["x[i]"], P)
+    ident = const(node.identity.value, node.identity.type)
+    fold_opts = "_REASSOC" if node.reassociate else "_FN"
+    sig = ", ".join([*(_arg(name) for name, _ in kir.entry_args), "blocks", *P])
+    n, data, partials = _arg(node.count), _arg(node.input.name), _arg(node.partials.name)
     head = "\n".join(define("k_fold", ["x", *P]))
-    chunk = "data[b * n // blocks:(b + 1) * n // blocks]"
+    chunk = f"{data}[b * {n} // blocks:(b + 1) * {n} // blocks]"
     # k_fold takes a slice and counts from 0: with a variable start, numba's negative-index
     # wraparound keeps LLVM from proving the index non-negative, and the loop stays scalar
-    if _lanes_help(kir):
-        blk = "blk[j]" if kir.pre is None else _call(kir.function(kir.pre), ["blk[j]"], P)
+    if _lanes_help(kir, node):
+        blk = "blk[j]" if node.pre is None else _call(kir.function(node.pre), ["blk[j]"], P)
         fold = (
             f"@njit(**{fold_opts})\n{head}\n"
             f"    n = x.shape[0]\n    m = n - n % {_LANES}\n"
@@ -159,11 +163,12 @@ def _reduce_loops(kir: KernelIR, P: list[str]) -> str:
         f"    if s == 1:\n        return {call('k_fold', ['x', *P])}\n"
         f"    acc = {ident}\n    for c in range(s):\n"
         f"        acc = {_call(comb, ['acc', call('k_fold', [sub, *P])], P)}\n    return acc\n\n\n"
-        f"@njit(**_OPT)\ndef k_blocks(data, n, partials, blocks{tail}):\n"
-        f"    for b in range(blocks):\n        partials[b] = {call('k_part', [chunk, *P])}\n\n\n"
-        f"@njit(**_PAR)\ndef k_blocks_parallel(data, n, partials, blocks{tail}):\n"
+        f"@njit(**_OPT)\ndef k_blocks({sig}):\n"
+        f"    for b in range(blocks):\n        {partials}[b] = {call('k_part', [chunk, *P])}\n\n\n"
+        f"@njit(**_PAR)\ndef k_blocks_parallel({sig}):\n"
         f"    first = np.empty(blocks + 1, np.int64)\n    first[0] = 0\n"
-        f"    for q in range(blocks):\n        length = (q + 1) * n // blocks - q * n // blocks\n"
+        f"    for q in range(blocks):\n"
+        f"        length = (q + 1) * {n} // blocks - q * {n} // blocks\n"
         f"        first[q + 1] = first[q] + max(1, min((length + {REDUCE_CHUNK - 1}) // "
         f"{REDUCE_CHUNK}, {REDUCE_PARTS}))\n"
         f"    r = np.empty(first[blocks], {tname(T)})\n"
@@ -173,11 +178,11 @@ def _reduce_loops(kir: KernelIR, P: list[str]) -> str:
         f"        c = t - first[b]\n"
         f"        r[t] = {call('k_fold', [sub, *P])}\n"
         f"    for q in range(blocks):\n"
-        f"        if first[q + 1] - first[q] == 1:\n            partials[q] = r[first[q]]\n"
+        f"        if first[q + 1] - first[q] == 1:\n            {partials}[q] = r[first[q]]\n"
         f"        else:\n            acc = {ident}\n"
         f"            for u in range(first[q], first[q + 1]):\n"
         f"                acc = {_call(comb, ['acc', 'r[u]'], P)}\n"
-        f"            partials[q] = acc\n")
+        f"            {partials}[q] = acc\n")
 
 
 def _in_range(idx: ScalarType) -> str:
@@ -207,14 +212,16 @@ def render_module(kir: KernelIR) -> str:
             tname(leaf.dtype.type)
     helpers: set[tuple[str, ScalarType]] = set()
     fn_sources: list[str] = []
+    entry = kir.entry
+    reassoc = entry.combine if isinstance(entry, BlockReduce) and entry.reassociate else None
     for fn in kir.functions:
-        opts = ("_REASSOC" if fn.name == kir.element else "_OPT") if kir.reassociate else "_FN"
+        opts = "_FN" if reassoc is None else "_REASSOC" if fn.name == reassoc else "_OPT"
         fn_sources.append(FunctionRenderer(fn, helpers).render(opts))
     P = [f"s{k}_P" for k in range(len(leaves(kir.params)))] if kir.params is not None else []
-    if kir.entry is not None:
-        loops = _element_loops(kir, kir.entry, P)
-    elif kir.kind == "reduce":
-        loops = _reduce_loops(kir, P)
+    if isinstance(entry, ElementLoop):
+        loops = _element_loops(kir, entry, P)
+    elif isinstance(entry, BlockReduce):
+        loops = _reduce_loops(kir, entry, P)
     elif kir.kind in ("gather", "scatter"):
         loops = _move_loops(kir)
     else:

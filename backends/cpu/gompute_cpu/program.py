@@ -26,6 +26,7 @@ from numba import types as nbt
 
 from gompute_core.backend import ArgBuffer, RawArgBuffer, Stream
 from gompute_core.errors import CompileFailed, InvalidArgument
+from gompute_core.ir.entry import BlockReduce
 from gompute_core.ir.kernel import KernelIR
 from gompute_core.ir.nodes import PointerType, StructType
 
@@ -46,9 +47,10 @@ RAW_WORK_PER_THREAD = 64
 does more than one element's work (a grid-stride loop, a tree step), and starting the
 threaded block loop costs about 1 us more than the serial one (measured, 2 cores)."""
 
-_ROLES = {"reduce": ("T", "T"), "gather": ("T", "Idx", "T"), "scatter": ("T", "Idx", "T")}
+_ROLES = {"gather": ("T", "Idx", "T"), "scatter": ("T", "Idx", "T")}
 """The element type of each array argument of the loops of a kind without an entry
-structure, in order (an element loop's are in its ``KernelIR.entry``)."""
+structure, in order (an element loop's and a block reduce's are in its
+``KernelIR.entry``)."""
 
 
 def parallel_threshold() -> int:
@@ -87,9 +89,15 @@ class CpuEntry:
         self.threshold = parallel_threshold()
         self.module = module = load_module(source, owner=self)
         self.args = args
-        reduce = self.kind == "reduce"
-        self._loops = (module.k_blocks if reduce else module.k_serial,
-                       module.k_blocks_parallel if reduce else module.k_parallel)
+        self._blocks = isinstance(kernel.entry, BlockReduce)
+        """Whether the loops take the block count after the entry's arguments (a block
+        reduce: ``k_blocks``, ``k_blocks_parallel``)."""
+        self._params = kernel.entry is not None
+        """Whether the loops take the params leaves (every entry structure; gather and
+        scatter take none)."""
+        blocks = self._blocks
+        self._loops = (module.k_blocks if blocks else module.k_serial,
+                       module.k_blocks_parallel if blocks else module.k_parallel)
         """numba's dispatchers of the serial and the threaded loop."""
         self._serial: Any = None
         """The serial loop once compiled (None before its first launch)."""
@@ -103,15 +111,14 @@ class CpuEntry:
         """The numba argument types of both loops (the launch ABI's arrays, counts and
         params leaves)."""
         pleaves = tuple(numba.typeof(a) for a in self.params.example())
-        loop = self.kernel.entry
-        if loop is not None:
-            types = loop.arrays()
+        entry = self.kernel.entry
+        if entry is not None:
+            types = entry.arrays()
+            blocks = (nbt.int64,) if self._blocks else ()
             return (*(_array_type(np.dtype(types[name])) if arg == "pointer" else nbt.int64
-                      for name, arg in self.kernel.entry_args), *pleaves)
+                      for name, arg in self.kernel.entry_args), *blocks, *pleaves)
         dtypes = {role: np.dtype(t) for role, t in self.kernel.value_types}
         arrays = [_array_type(dtypes[r]) for r in _ROLES[self.kind]]
-        if self.kind == "reduce":
-            return (arrays[0], nbt.int64, arrays[1], nbt.int64, *pleaves)
         return (*arrays, nbt.int64, nbt.int64)
 
     def _ready(self, parallel: bool) -> Any:
@@ -140,12 +147,12 @@ class CpuEntry:
             fn = self._serial
             if fn is None:
                 fn = self._ready(False)
-        if self.kind == "reduce":
+        if self._blocks:
             fn(*values, grid, *self.args.params)
-        elif self.kind in ("gather", "scatter"):
-            fn(*values)
-        else:
+        elif self._params:
             fn(*values, *self.args.params)
+        else:
+            fn(*values)
 
 
 class RawEntry:
