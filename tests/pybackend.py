@@ -47,7 +47,7 @@ from gompute_core.backend import (
     hookimpl,
 )
 from gompute_core.errors import CompileFailed, InvalidArgument, NoDevice
-from gompute_core.ir.entry import BlockReduce, ElementLoop
+from gompute_core.ir.entry import BlockReduce, ElementLoop, IndexedMove
 from gompute_core.ir.kernel import KernelIR
 from gompute_core.ir.nodes import StructType
 from gompute_core.raw import builtins
@@ -56,9 +56,6 @@ from gompute_core.specs import Spec, registered_kernel, registered_spec
 FEATURES = ("entries", "raw")
 """The kernel features of the host-memory flavour: the spec kinds' entry points and raw
 kernels (no barriers, shared arrays or atomics); the packed flavour has ``entries`` only."""
-_ROLES = {"gather": ("T", "Idx", "T"), "scatter": ("T", "Idx", "T")}
-"""The element type of each pointer argument of a kind without an entry structure (an
-element loop's and a block reduce's are in its ``KernelIR.entry``)."""
 
 
 class PyBuffer(Buffer):
@@ -115,8 +112,11 @@ class PyEntry:
                 self._element_loop(entry, values)
             elif isinstance(entry, BlockReduce):
                 self._block_reduce(entry, grid, values)
+            elif isinstance(entry, IndexedMove):
+                self._indexed_move(entry, values)
             else:
-                getattr(self, f"_{self.spec.kind}")(grid, *values)
+                raise TypeError(f"pytest: kernel {self.kernel.name!r} ({self.kernel.kind}) "
+                                "has no entry structure")
 
     def values(self) -> tuple[Any, ...]:
         """The launch's arguments: typed arrays and counts, in entry order."""
@@ -146,19 +146,18 @@ class PyEntry:
                 acc = T(spec.combine(acc, x))
             partials[b] = acc
 
-    def _gather(self, grid: int, src: np.ndarray, idx: np.ndarray, out: np.ndarray, n: int,
-                bound: int) -> None:
-        for i in range(n):
+    def _indexed_move(self, node: IndexedMove, values: tuple[Any, ...]) -> None:
+        """``node`` (gather, scatter) over the launch's arguments, index after index."""
+        at = dict(zip((name for name, _ in self.kernel.entry_args), values, strict=True))
+        src, idx, out = at[node.src.name], at[node.idx.name], at[node.out.name]
+        bound, gather = at[node.bound], node.direction == "gather"
+        for i in range(at[node.count]):
             j = int(idx[i])
             if 0 <= j < bound:
-                out[i] = src[j]
-
-    def _scatter(self, grid: int, src: np.ndarray, idx: np.ndarray, out: np.ndarray, n: int,
-                 bound: int) -> None:
-        for i in range(n):
-            j = int(idx[i])
-            if 0 <= j < bound:
-                out[j] = src[i]
+                if gather:
+                    out[i] = src[j]
+                else:
+                    out[j] = src[i]
 
 
 class PyRawEntry:
@@ -207,13 +206,9 @@ class PackedPyEntry(PyEntry):
         self.device, self.convert = device, convert
         layout = args.layout
         self._leading = struct.Struct(layout.leading_format())
-        if kernel.entry is not None:
-            types = kernel.entry.arrays()
-            self._pointer_dtypes = [np.dtype(types[name])
-                                    for name, arg in kernel.entry_args if arg == "pointer"]
-        else:
-            dtypes = {role: np.dtype(t) for role, t in spec.value_types}
-            self._pointer_dtypes = [dtypes[role] for role in _ROLES[spec.kind]]
+        types = kernel.entry.arrays()  # type: ignore[union-attr]
+        self._pointer_dtypes = [np.dtype(types[name])
+                                for name, arg in kernel.entry_args if arg == "pointer"]
 
     def __call__(self, grid: int, stream: Stream) -> None:
         if isinstance(stream, QueuedStream):  # a driver copies the argument bytes at launch

@@ -9,8 +9,8 @@ tail. A block reduce (:class:`~gompute_core.ir.entry.BlockReduce`: reduce) folds
 loads into one accumulator per lane, then a shared-memory tree per block and
 one partial per block; custom (possibly non-commutative) combines keep element
 order: contiguous chunks per block and thread, and a neighbour-pairing tree.
-Gather and scatter are scalar grid-stride loops that skip indices outside
-``[0, bound)``.
+An indexed move (:class:`~gompute_core.ir.entry.IndexedMove`: gather, scatter) is a
+scalar grid-stride loop that skips indices outside ``[0, bound)``.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from ..abi.entry_args import has_params
 from ..errors import Unsupported
 from ..ir import nodes as ir
-from ..ir.entry import BlockReduce, ElementLoop
+from ..ir.entry import BlockReduce, ElementLoop, IndexedMove
 from ..ir.kernel import KernelIR
 from ..types import is_signed
 from .cexpr import fn_name
@@ -328,17 +328,21 @@ class EntryWriter:
                       f"gp_a = {comb('gp_a', pre(f'{data}[gp_i]'))};\n")
 
     # ---- gather / scatter ------------------------------------------------------------
-    def indexed_copy(self) -> str:
+    def indexed_move(self, node: IndexedMove) -> str:
         """gather: ``out[i] = src[idx[i]]``; scatter: ``out[idx[i]] = src[i]``."""
-        k = self.k
-        t, ti = k.value_type("T"), k.value_type("Idx")
-        params = [self.ptr(t, "src", True), self.ptr(ti, "idx", True),
-                  self.ptr(t, "out", False), "gp_u64 n", "gp_u64 bound"]
-        check = "gp_j >= 0 && (gp_u64)gp_j < bound" if is_signed(ti) else "(gp_u64)gp_j < bound"
-        move = "out[gp_i] = src[gp_j]" if k.kind == "gather" else "out[gp_j] = src[gp_i]"
+        ti = node.idx.type
+        arrays = node.arrays()
+        params = [self.ptr(arrays[name], name, not node.writes(name)) if arg == "pointer"
+                  else f"gp_u64 {name}" for name, arg in self.k.entry_args]
+        n, bound = node.count, node.bound
+        src, idx, out = node.src.name, node.idx.name, node.out.name
+        check = (f"gp_j >= 0 && (gp_u64)gp_j < {bound}" if is_signed(ti)
+                 else f"(gp_u64)gp_j < {bound}")
+        move = (f"{out}[gp_i] = {src}[gp_j]" if node.direction == "gather"
+                else f"{out}[gp_j] = {src}[gp_i]")
         return (self.head(params) + " {\n" + self.prologue()
-                + "  for (gp_u64 gp_i = gp_tid; gp_i < n; gp_i += gp_nth) {\n"
-                f"    const {reg_type(ti)} gp_j = idx[gp_i];\n"
+                + f"  for (gp_u64 gp_i = gp_tid; gp_i < {n}; gp_i += gp_nth) {{\n"
+                f"    const {reg_type(ti)} gp_j = {idx}[gp_i];\n"
                 f"    if ({check}) {move};\n  }}\n}}\n")
 
     def render(self) -> str:
@@ -348,7 +352,7 @@ class EntryWriter:
             return self.element_loop(entry)
         if isinstance(entry, BlockReduce):
             return self.block_reduce(entry)
-        if self.k.kind in ("gather", "scatter"):
-            return self.indexed_copy()
+        if isinstance(entry, IndexedMove):
+            return self.indexed_move(entry)
         raise Unsupported(f"{self.r.name}: kernel {self.k.name!r} ({self.k.kind}) has no "
                           "entry structure and no entry template")

@@ -8,13 +8,14 @@ built from them runs on every backend without a per-kind template.
 :class:`ElementLoop` is the shape of the element kinds (``map``, ``map_indexed``,
 ``map_to``, ``zip``): one independent element per index of ``[0, n)``.
 :class:`BlockReduce` is ``reduce``'s: one partial per block, each the fold of its
-block's share of the input. Gather/scatter and scan keep their per-kind entries for now
-(issue 19, item 1).
+block's share of the input. :class:`IndexedMove` is ``gather``'s and ``scatter``'s: an
+indexed copy with no kernel function. Scan keeps its raw kernels (issue 19, item 1).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from ..types import ScalarType
 from .nodes import Const
@@ -88,3 +89,39 @@ class BlockReduce:
     def writes(self, name: str) -> bool:
         """Whether the entry writes the array ``name`` (its pointer is not ``const``)."""
         return name == self.partials.name
+
+
+@dataclass(frozen=True)
+class IndexedMove:
+    """``for i in [0, count): j = idx[i]; if 0 <= j < bound: out[i] = src[j]`` (``direction``
+    ``"gather"``) or ``out[j] = src[i]`` (``"scatter"``).
+
+    ``count`` and ``bound`` name the ``u64`` entry arguments holding the index count and
+    the bound of the indices (``len(src)`` for a gather, ``len(out)`` for a scatter);
+    indices outside ``[0, bound)`` (negative included) are skipped. ``src`` and ``idx``
+    are read (``const``), ``out`` is written. A gather's elements are independent; a
+    scatter's are too unless ``idx`` repeats an index, where the last write wins on a
+    renderer that runs them in order (:attr:`ordered`: the CPU keeps its loop serial) and
+    any one of them elsewhere. There is no kernel function and no params.
+    """
+
+    count: str
+    bound: str
+    src: EntryArray
+    idx: EntryArray
+    out: EntryArray
+    direction: Literal["gather", "scatter"]
+
+    @property
+    def ordered(self) -> bool:
+        """Whether two indices may name the same element of ``out`` (a scatter), so a
+        renderer that promises the last write wins must run the indices in order."""
+        return self.direction == "scatter"
+
+    def arrays(self) -> dict[str, ScalarType]:
+        """Every array's element type by entry name: the source, the indices, the output."""
+        return {a.name: a.type for a in (self.src, self.idx, self.out)}
+
+    def writes(self, name: str) -> bool:
+        """Whether the entry writes the array ``name`` (its pointer is not ``const``)."""
+        return name == self.out.name

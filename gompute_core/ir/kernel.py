@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..types import ScalarType
-from .entry import BlockReduce, ElementLoop
+from .entry import BlockReduce, ElementLoop, IndexedMove
 from .nodes import Const, Function, StructType
 
 Kind = str
@@ -84,8 +84,8 @@ class KernelIR:
     ``entry`` is the entry point's structure (:mod:`gompute_core.ir.entry`) when the kind
     builds it from the shared shapes, which every renderer implements once (the element
     kinds: an :class:`~gompute_core.ir.entry.ElementLoop`; reduce: a
-    :class:`~gompute_core.ir.entry.BlockReduce`); None where the renderers still write a
-    per-kind entry (gather, scatter) and for raw kernels.
+    :class:`~gompute_core.ir.entry.BlockReduce`; gather and scatter: an
+    :class:`~gompute_core.ir.entry.IndexedMove`); None for raw kernels.
     """
 
     name: str
@@ -101,7 +101,7 @@ class KernelIR:
     block: tuple[int, int, int] | None = None
     contract: bool = False
     entry_args: tuple[tuple[str, EntryArgKind], ...] = ()
-    entry: ElementLoop | BlockReduce | None = None
+    entry: ElementLoop | BlockReduce | IndexedMove | None = None
     _digest: str = field(default="", init=False, repr=False, compare=False)
 
     def value_type(self, role: str) -> ScalarType:

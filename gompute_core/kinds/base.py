@@ -11,8 +11,9 @@ once in its own module (:mod:`.map`, :mod:`.map_to`, :mod:`.zip`,
   hosts lay out arguments without a per-kind table);
 * its **constructor** (``g.map``, ``g.reduce``, ...: validation, then a
   :class:`~gompute_core.specs.Spec`) and its **lowering** (:meth:`Kind.lower`), which
-  for the element kinds (:class:`ElementKind`) and reduce describes the device entry as
-  a structural node every renderer implements once (``KernelIR.entry``);
+  describes the device entry as a structural node every renderer implements once
+  (``KernelIR.entry``: the element kinds' (:class:`ElementKind`), reduce's, gather's and
+  scatter's);
 * the **grid rule** (:meth:`Kind.per_block`), the checked per-kind
   **launch** front end (:meth:`Kind.bind_launch`, bound to a
   :class:`~gompute_core.kinds.program.KernelProgram`), and ``Kernel.run``'s front

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from types import MethodType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
+from ..ir.entry import EntryArray, IndexedMove
 from ..ir.kernel import KernelIR
 from ..specs import Spec, _check_type, _new
 from .base import Kind, launch_count, register
@@ -74,9 +75,21 @@ class GatherKind(Kind):
                   ("bound", "u64"))
     bounds_src = True
     """``bound`` limits the indices into ``src`` (gather), not into ``out`` (scatter)."""
+    direction: Literal["gather", "scatter"] = "gather"
+    """The entry's :attr:`~gompute_core.ir.entry.IndexedMove.direction`."""
 
     def lower(self, spec: Spec, common: dict[str, Any]) -> KernelIR:
-        return KernelIR(**common)
+        types = dict(spec.value_types)
+        return KernelIR(**common, entry=self.indexed_move(types["T"], types["Idx"]))
+
+    def indexed_move(self, T: Any, Idx: Any) -> IndexedMove:
+        """The entry of this kind's copy of ``T`` elements through ``Idx`` indices over its
+        :attr:`~Kind.entry_args`: the pointers are the source, the indices and the output,
+        the ``u64`` arguments the count then the bound."""
+        src, idx, out = (name for name, arg in self.entry_args if arg == "pointer")
+        count, bound = (name for name, arg in self.entry_args if arg == "u64")
+        return IndexedMove(count, bound, EntryArray(src, T), EntryArray(idx, Idx),
+                           EntryArray(out, T), self.direction)
 
     def per_block(self, kernel: KernelIR) -> int:
         """One index per thread."""
@@ -95,6 +108,7 @@ class ScatterKind(GatherKind):
 
     name = "scatter"
     bounds_src = False
+    direction: Literal["gather", "scatter"] = "scatter"
     pipelines = False
 
     def run(self, kernel: Any) -> Callable[..., Any]:

@@ -14,9 +14,10 @@ the source:
   (``k_part``; ``k_blocks_parallel`` folds every block's sub-chunks across the threads in
   one parallel loop, into the same results): the order never depends on the thread
   count;
-* gather/scatter: ``k_serial(src, idx, out, n, bound)`` and ``k_parallel``
-  (scatter's parallel entry is its serial loop: duplicate indices stay
-  deterministic, the last write wins as in the oracle).
+* an indexed move (``KernelIR.entry``: gather, scatter): ``k_serial(src, idx, out, n,
+  bound)`` and ``k_parallel``, the entry's arguments in order (an ordered move's, a
+  scatter's, parallel entry is its serial loop: duplicate indices stay deterministic, the
+  last write wins as in the oracle).
 
 ``P...`` are the params leaves (:mod:`.params`). Functions are compiled
 with ``error_model="numpy", boundscheck=False`` and no fast-math,
@@ -41,7 +42,7 @@ import keyword
 import numpy as np
 
 from gompute_core.errors import Unsupported
-from gompute_core.ir.entry import BlockReduce, ElementLoop
+from gompute_core.ir.entry import BlockReduce, ElementLoop, IndexedMove
 from gompute_core.ir.kernel import KernelIR
 from gompute_core.ir.nodes import CallIntrinsic, Function, Return
 from gompute_core.types import ScalarType, is_float, is_signed
@@ -185,22 +186,27 @@ def _reduce_loops(kir: KernelIR, node: BlockReduce, P: list[str]) -> str:
         f"            {partials}[q] = acc\n")
 
 
-def _in_range(idx: ScalarType) -> str:
+def _in_range(idx: ScalarType, bound: str) -> str:
     """Condition that index ``j`` (of type ``idx``) lies in ``[0, bound)``."""
     if is_signed(idx):
-        return "j >= 0 and np.int64(j) < bound"
-    return "np.uint64(j) < np.uint64(bound)"
+        return f"j >= 0 and np.int64(j) < {bound}"
+    return f"np.uint64(j) < np.uint64({bound})"
 
 
-def _move_loops(kir: KernelIR) -> str:
-    cond = _in_range(kir.value_type("Idx"))
-    move = "out[i] = src[j]" if kir.kind == "gather" else "out[j] = src[i]"
-    body = (f"        j = idx[i]\n        if {cond}:\n            {move}\n")
-    serial = "@njit(**_OPT)\ndef k_serial(src, idx, out, n, bound):\n    for i in range(n):\n"
-    if kir.kind == "scatter":
+def _move_loops(kir: KernelIR, node: IndexedMove) -> str:
+    """``node``'s ``k_serial`` and ``k_parallel`` over the entry's arguments (an ordered
+    move, a scatter, has its serial loop as ``k_parallel``)."""
+    n, src, idx, out = (_arg(node.count), _arg(node.src.name), _arg(node.idx.name),
+                        _arg(node.out.name))
+    cond = _in_range(node.idx.type, _arg(node.bound))
+    move = f"{out}[i] = {src}[j]" if node.direction == "gather" else f"{out}[j] = {src}[i]"
+    body = (f"        j = {idx}[i]\n        if {cond}:\n            {move}\n")
+    sig = ", ".join(_arg(name) for name, _ in kir.entry_args)
+    serial = f"@njit(**_OPT)\ndef k_serial({sig}):\n    for i in range({n}):\n"
+    if node.ordered:
         return serial + body + "\n\nk_parallel = k_serial\n"
-    return (serial + body + "\n\n@njit(**_PAR)\ndef k_parallel(src, idx, out, n, bound):\n"
-            f"    for i in prange(n):\n{body}")
+    return (serial + body + f"\n\n@njit(**_PAR)\ndef k_parallel({sig}):\n"
+            f"    for i in prange({n}):\n{body}")
 
 
 def render_module(kir: KernelIR) -> str:
@@ -222,8 +228,8 @@ def render_module(kir: KernelIR) -> str:
         loops = _element_loops(kir, entry, P)
     elif isinstance(entry, BlockReduce):
         loops = _reduce_loops(kir, entry, P)
-    elif kir.kind in ("gather", "scatter"):
-        loops = _move_loops(kir)
+    elif isinstance(entry, IndexedMove):
+        loops = _move_loops(kir, entry)
     else:
         raise Unsupported(f"cpu: kernel {kir.name!r} ({kir.kind}) has no entry structure "
                           "and no loop template")

@@ -26,7 +26,7 @@ from numba import types as nbt
 
 from gompute_core.backend import ArgBuffer, RawArgBuffer, Stream
 from gompute_core.errors import CompileFailed, InvalidArgument
-from gompute_core.ir.entry import BlockReduce
+from gompute_core.ir.entry import BlockReduce, IndexedMove
 from gompute_core.ir.kernel import KernelIR
 from gompute_core.ir.nodes import PointerType, StructType
 
@@ -46,12 +46,6 @@ RAW_WORK_PER_THREAD = 64
 """A raw kernel's thread counts as this many elements against the threshold: it usually
 does more than one element's work (a grid-stride loop, a tree step), and starting the
 threaded block loop costs about 1 us more than the serial one (measured, 2 cores)."""
-
-_ROLES = {"gather": ("T", "Idx", "T"), "scatter": ("T", "Idx", "T")}
-"""The element type of each array argument of the loops of a kind without an entry
-structure, in order (an element loop's and a block reduce's are in its
-``KernelIR.entry``)."""
-
 
 def parallel_threshold() -> int:
     """Elements from which loops run threaded (``GOMPUTE_CPU_PARALLEL_THRESHOLD`` overrides)."""
@@ -92,9 +86,9 @@ class CpuEntry:
         self._blocks = isinstance(kernel.entry, BlockReduce)
         """Whether the loops take the block count after the entry's arguments (a block
         reduce: ``k_blocks``, ``k_blocks_parallel``)."""
-        self._params = kernel.entry is not None
-        """Whether the loops take the params leaves (every entry structure; gather and
-        scatter take none)."""
+        self._params = not isinstance(kernel.entry, IndexedMove)
+        """Whether the loops take the params leaves (every entry structure but an indexed
+        move, which has no functions and no params)."""
         blocks = self._blocks
         self._loops = (module.k_blocks if blocks else module.k_serial,
                        module.k_blocks_parallel if blocks else module.k_parallel)
@@ -103,7 +97,7 @@ class CpuEntry:
         """The serial loop once compiled (None before its first launch)."""
         self._parallel: Any = None
         """The threaded loop once compiled (None before its first launch)."""
-        count = kernel.entry.count if kernel.entry is not None else "n"
+        count = kernel.entry.count  # type: ignore[union-attr]
         self._count_at = [name for name, _ in kernel.entry_args].index(count)
         """Where the element count is among the launch's values (it picks the loop)."""
 
@@ -111,15 +105,11 @@ class CpuEntry:
         """The numba argument types of both loops (the launch ABI's arrays, counts and
         params leaves)."""
         pleaves = tuple(numba.typeof(a) for a in self.params.example())
-        entry = self.kernel.entry
-        if entry is not None:
-            types = entry.arrays()
-            blocks = (nbt.int64,) if self._blocks else ()
-            return (*(_array_type(np.dtype(types[name])) if arg == "pointer" else nbt.int64
-                      for name, arg in self.kernel.entry_args), *blocks, *pleaves)
-        dtypes = {role: np.dtype(t) for role, t in self.kernel.value_types}
-        arrays = [_array_type(dtypes[r]) for r in _ROLES[self.kind]]
-        return (*arrays, nbt.int64, nbt.int64)
+        types = self.kernel.entry.arrays()  # type: ignore[union-attr]
+        blocks = (nbt.int64,) if self._blocks else ()
+        return (*(_array_type(np.dtype(types[name])) if arg == "pointer" else nbt.int64
+                  for name, arg in self.kernel.entry_args), *blocks,
+                *(pleaves if self._params else ()))
 
     def _ready(self, parallel: bool) -> Any:
         """Compile (or load from numba's cache) the threaded or the serial loop and keep
