@@ -220,7 +220,7 @@ def test_editing_build_misses_the_disk_cache(tmp_path: Path) -> None:
 
 PUBLIC_MODULES = {
     "gompute_core.backend", "gompute_core.codegen", "gompute_core.errors", "gompute_core.types",
-    "gompute_core.ir", "gompute_core.ir.kernel", "gompute_core.ir.nodes",
+    "gompute_core.ir", "gompute_core.ir.kernel", "gompute_core.ir.nodes", "gompute_core.ir.entry",
     "gompute_core.ir.visitor", "gompute_core.ir.uniformity", "gompute_core.ir.intrinsics",
     "gompute_core.backend.gpu",
 }
