@@ -17,7 +17,8 @@ vector loop over the block per ``(n, m)``, with the local arrays laid out thread
 A thread variable a leaf may read before assigning it (its value comes from another leaf,
 or from the same leaf's previous iteration of an enclosing loop) gets one slot per thread
 (:attr:`~.fission.Plan.arrays`); the loop variables of the moved loops are one scalar per
-block.
+block. A small constant loop that updates a register tile stays in its leaf instead,
+unrolled (:mod:`.registers`).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from typing import TypeAlias
 from gompute_core.ir import nodes as ir
 
 from .fission import Plan, assigned_in, exposed, holds, names_in, nodes_in
+from .registers import small, unroll
 
 
 @dataclass(frozen=True)
@@ -100,8 +102,8 @@ class _Splitter:
 
     def movable(self, s: ir.Stmt, outer: set[str]) -> bool:
         if isinstance(s, ir.ForRange):
-            return s.var not in self.fixed and not _breaks(s.body) and self.uniform(
-                (s.start, s.stop, s.step), outer)
+            return s.var not in self.fixed and not _breaks(s.body) and not small(s) and \
+                self.uniform((s.start, s.stop, s.step), outer)
         return isinstance(s, ir.If) and self.uniform((s.cond,), outer)
 
     def split(self, stmts: tuple[ir.Stmt, ...], outer: set[str]) -> tuple[Node, ...]:
@@ -124,21 +126,61 @@ class _Splitter:
         return tuple(out)
 
 
+def _loose(stmts: tuple[ir.Stmt, ...]) -> set[str]:
+    """The variables ``stmts`` assign, but those of the small loops they keep
+    (:func:`~.registers.small`): every thread leaves such a loop at the same value."""
+    out: set[str] = set()
+    for s in stmts:
+        if isinstance(s, ir.ForRange):
+            if not small(s):
+                out |= {s.var} | _loose(s.body)
+        elif isinstance(s, ir.If):
+            out |= _loose(s.body) | _loose(s.orelse)
+        elif isinstance(s, ir.While):
+            out |= _loose(s.body)
+        else:
+            out |= assigned_in(s)
+    return out
+
+
+def _nested_clash(nodes: tuple[Node, ...], enclosing: set[str]) -> set[str]:
+    """The variables of moved loops that a leaf inside them assigns."""
+    out: set[str] = set()
+    for node in nodes:
+        if isinstance(node, Leaf):
+            out |= assigned_in(node.stmts) & enclosing
+            continue
+        inner = enclosing | ({node.stmt.var} if isinstance(node.stmt, ir.ForRange) else set())
+        out |= _nested_clash(node.body, inner) | _nested_clash(node.orelse, inner)
+    return out
+
+
+def _unrolled(nodes: tuple[Node, ...]) -> tuple[Node, ...]:
+    """``nodes`` with the small loops of their leaves unrolled (:mod:`.registers`)."""
+    return tuple(Leaf(unroll(node.stmts)) if isinstance(node, Leaf) else
+                 replace(node, body=_unrolled(node.body), orelse=_unrolled(node.orelse))
+                 for node in nodes)
+
+
 def interchange(stmts: tuple[ir.Stmt, ...], thread: frozenset[str], fixed: set[str]
                 ) -> tuple[Node, ...] | None:
     """``stmts`` (a phase's) split into leaves and moved loops and ifs, or None when
-    nothing moves. ``thread`` are the kernel's thread variables, ``fixed`` the variables
-    that must stay per thread (slots, rematerialized values, any assigned by an
-    assignment). A loop whose variable some leaf assigns stays in its leaf."""
+    nothing moves and no small loop unrolls (:mod:`.registers`). ``thread`` are the
+    kernel's thread variables, ``fixed`` the variables that must stay per thread (slots,
+    rematerialized values, any assigned by an assignment). A loop whose variable a leaf
+    inside it assigns, or a leaf anywhere outside a small loop (every thread leaves a
+    small loop at the same value), stays in its leaf."""
     fixed = set(fixed)
     while True:
         nodes = _Splitter(thread, fixed).split(stmts, set())
-        if all(isinstance(node, Leaf) for node in nodes):
+        if all(isinstance(node, Leaf) for node in nodes) and not any(
+                isinstance(s, ir.ForRange) and small(s) for s in stmts):
             return None
-        clash = outer_vars(nodes) & set().union(*(assigned_in(leaf.stmts)
+        clash = outer_vars(nodes) & set().union(*(_loose(leaf.stmts)
                                                   for leaf in leaves(nodes)))
+        clash |= _nested_clash(nodes, set())
         if not clash:
-            return nodes
+            return _unrolled(nodes)
         fixed |= clash
 
 

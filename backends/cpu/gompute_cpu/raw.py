@@ -68,6 +68,7 @@ from .fission import (
 from .interchange import Node, Outer, moved
 from .params import is_aggregate
 from .ranges import Ranges
+from .registers import accumulates, tiles
 from .render import FunctionRenderer, arg_names, call, define, tname, var, zero
 
 _AXES = "xyz"
@@ -109,6 +110,9 @@ class RawRenderer(FunctionRenderer):
                                           for local in p.lockstep.locals))
         """The variables of ``for`` loops lowered to ``while`` loops for lockstep (two
         phases may lower loops over the same variable to the same names and types)."""
+        self.regs: dict[tuple[str, tuple[int, ...]], str] = {}
+        """The local-array elements the leaf being rendered keeps in scalars
+        (:func:`~.registers.tiles`)."""
         self.types_by_name = dict([*fn.args, *fn.locals, *self.lowered])
         self.types.update(self.lowered)
 
@@ -158,11 +162,25 @@ class RawRenderer(FunctionRenderer):
             return f"{var(base.name)}[{', '.join(parts)}]"
         return f"{var(base.name)}[{', '.join([*parts, self.thread_row()])}]"
 
+    def register(self, base: ir.Var, index: tuple[ir.Expr, ...]) -> str | None:
+        """The scalar holding ``base[index]`` in the leaf being rendered, if any."""
+        if not self.regs or not all(isinstance(i, ir.Const) for i in index):
+            return None
+        return self.regs.get((base.name, tuple(i.value for i in index)))  # type: ignore[misc,union-attr]
+
     def visit_LocalLoad(self, e: ir.LocalLoad) -> str:
-        return self.local_element(e.base, e.index)
+        return self.register(e.base, e.index) or self.local_element(e.base, e.index)
 
     def visit_LocalStore(self, s: ir.LocalStore, depth: int) -> None:
-        self.emit(depth, f"{self.local_element(s.base, s.index)} = {self.expr(s.value)}")
+        target = self.register(s.base, s.index) or self.local_element(s.base, s.index)
+        self.emit(depth, f"{target} = {self.expr(s.value)}")
+
+    def slot(self, name: str, index: tuple[int, ...]) -> str:
+        """The running thread's element ``index`` of local array ``name`` through its flat
+        view ``_f_<name>`` (constant offsets from ``_t`` when the block is declared)."""
+        shape = dict(self.local_arrays)[name].shape
+        flat = int(np.ravel_multi_index(index, shape))
+        return f"_f_{name}[{flat} * (_BX * _BY * _BZ) + _t]"
 
     def visit_Geometry(self, e: ir.Geometry) -> str:
         axis = _AXES[e.dim]
@@ -402,7 +420,11 @@ class RawRenderer(FunctionRenderer):
         loop over the threads (one flat loop when it reads no thread index). The x loop
         runs to ``_NX``, the launch's block size: to LLVM an unknown trip count, so it
         vectorizes that loop (contiguous across x) instead of unrolling it fully and
-        vectorizing the y loop with scatters (the SGEMM port's ``rA`` loads: 8x slower)."""
+        vectorizing the y loop with scatters (the SGEMM port's ``rA`` loads: 8x slower).
+        A leaf's local-array elements of constant index live in scalars while a thread runs
+        it (:mod:`.registers`: loaded from the slots ``_f_<name>[i * threads + _t]`` first,
+        stored back last); a leaf that accumulates into them loops x to ``_BX`` (a constant
+        where the block is declared: the SGEMM port's step 2x faster than to ``_NX``)."""
         for node in nodes:
             if isinstance(node, Outer):
                 if isinstance(node.stmt, ir.ForRange):
@@ -415,14 +437,22 @@ class RawRenderer(FunctionRenderer):
                     self.moved_phase(p, node.orelse, depth + 1)
                 continue
             recomputed = self.plan.recomputed(names_in(node.stmts) - assigned_in(node.stmts))
+            regs, stored = tiles(node.stmts, self.plan.local_arrays)
             if any(isinstance(e, ir.Geometry) and e.func in ("local_id", "global_id")
                    for e in nodes_in((node.stmts, *(self.plan.remat[n] for n in recomputed)))):
-                inner = self.thread_loops(depth, True, bx="_NX")
+                inner = self.thread_loops(depth, True, bx="_BX" if accumulates(
+                    node.stmts, stored) else "_NX")
             else:
                 self.emit(depth, "for _t in range(_BX * _BY * _BZ):")
                 inner = depth + 1
             self.thread_start(p, recomputed, inner)
+            for (name, index), reg in regs.items():
+                self.emit(inner, f"{reg} = {self.slot(name, index)}")
+            self.regs = regs
             self.block(node.stmts, inner)
+            self.regs = {}
+            for name, index in sorted(stored):
+                self.emit(inner, f"{self.slot(name, index)} = {regs[name, index]}")
             self.in_thread = False
 
     def phase(self, p: Phase, depth: int) -> None:
@@ -506,6 +536,8 @@ class RawRenderer(FunctionRenderer):
             self.emit(1, "_done[:] = False")
         for name, _ in self.local_arrays:  # every thread's array starts zeroed
             self.emit(1, f"{var(name)}[:] = 0")
+            if self.moved:  # flat, for the leaves' register tiles
+                self.emit(1, f"_f_{name} = {var(name)}.reshape({var(name)}.size)")
         if any(holds(p.stmts, ir.Return) for p in self.plan.phases):
             self.emit(1, "_ret = False")
         self.scalar_locals([name for name, _ in [*fn.locals, *self.lowered]], 1)
