@@ -8,12 +8,14 @@
 #   bash scripts/gpu/session.sh bench     # every CUDA benchmark of this tree; with BASE=DIR
 #                                         # (an unpacked earlier tree) the no-regression rows
 #                                         # of that tree too, in the same run
+#   bash scripts/gpu/session.sh programs  # CuPy's SGEMM (and cuBLAS) and Monte Carlo examples
+#                                         # against our ports, the programs' tests on CUDA
 #
 # Run from the repository root on the GPU machine with the project installed; logs go to
 # $OUT (default ./gpu-out). pyelftools may come as a wheel in .whl/ (installed to /tmp/site).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-part="${1:?usage: session.sh tests|bench}"
+part="${1:?usage: session.sh tests|bench|programs}"
 out="${OUT:-gpu-out}"
 mkdir -p "$out"
 py="${PY:-python3}"
@@ -67,6 +69,19 @@ case "$part" in
       fi
     } > "$out/cuda-bench-$day.log" 2>&1
     cat "$out/cuda-bench-$day.log"
+    ;;
+  programs)
+    {
+      echo "== bench/sgemm.py (CuPy's example, cuBLAS)"
+      timeout 150 "$py" bench/sgemm.py --backend cuda 2>&1 | tail -12
+      echo "== bench/montecarlo.py (CuPy's example)"
+      timeout 150 "$py" bench/montecarlo.py --backend cuda 2>&1 | tail -8
+      echo "== CUDA checked tier and the programs' tests"
+      timeout 200 "${pytest[@]}" --pyargs gompute_core.testing --gompute-backend=cuda \
+        -k test_checked.py 2>&1 | tail -8
+    } > "$out/cuda-programs-$day.log" 2>&1
+    grep -qE " failed| error" "$out/cuda-programs-$day.log" && status=1
+    cat "$out/cuda-programs-$day.log"
     ;;
   *) echo "session.sh: unknown part '$part'" >&2; exit 2 ;;
 esac
