@@ -9,7 +9,7 @@
 #                                         # (an unpacked earlier tree) the no-regression rows
 #                                         # of that tree too, in the same run
 #   bash scripts/gpu/session.sh programs  # CuPy's SGEMM (and cuBLAS) and Monte Carlo examples
-#                                         # against our ports, the programs' tests on CUDA
+#                                         # against our ports, the checked tier on CUDA
 #
 # Run from the repository root on the GPU machine with the project installed; logs go to
 # $OUT (default ./gpu-out). pyelftools may come as a wheel in .whl/ (installed to /tmp/site).
@@ -76,7 +76,7 @@ case "$part" in
       timeout 150 "$py" bench/sgemm.py --backend cuda 2>&1 | tail -12
       echo "== bench/montecarlo.py (CuPy's example)"
       timeout 150 "$py" bench/montecarlo.py --backend cuda 2>&1 | tail -8
-      echo "== CUDA checked tier and the programs' tests"
+      echo "== the checked conformance tier on CUDA"
       timeout 200 "${pytest[@]}" --pyargs gompute_core.testing --gompute-backend=cuda \
         -k test_checked.py 2>&1 | tail -8
     } > "$out/cuda-programs-$day.log" 2>&1
