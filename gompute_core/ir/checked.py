@@ -51,7 +51,7 @@ from . import nodes as ir
 from .checked_calls import HelperFaults, checked_call, holds_check, returns
 from .kernel import RAW, KernelIR
 from .private import race_free
-from .walk import EXPRS, READS, children, reorderable
+from .walk import EXPRS, READS, children, holds, reorderable
 
 RECORD_WORDS = 12
 """Words of the fault record: 0 the fault's code (0: none), 1 the index (or element),
@@ -196,7 +196,7 @@ class _Instrumenter:
                 trio = tuple(ir.Var(f"{prefix}{role}_{n}", st) for role in ("w", "r1", "r2"))
                 self.shadows[n] = trio  # type: ignore[assignment]
                 self.cleared += [(v, t.size) for v in trio]
-            if _holds(fn.body, ir.Barrier):
+            if holds(fn.body, ir.Barrier):
                 self.cleared.append((self.arrive, 3))
             self.new_locals += [(v.name, v.type) for v, _ in self.cleared]
         self.epoch = ir.Var(f"{prefix}epoch", i64)  # type: ignore[arg-type]
@@ -413,7 +413,7 @@ class _Instrumenter:
                     f"checked mode ({where}): an index computed by an atomic inside a "
                     "conditional expression or a loop condition cannot be checked; "
                     "assign the atomic's result to a variable first")
-            if hoist is not None and (atomic or self.reorder and _holds(i, READS)):
+            if hoist is not None and (atomic or self.reorder and holds(i, READS)):
                 var = self.temp(i.type)
                 hoist.append(ir.Assign(var.name, i))
                 i = var
@@ -546,21 +546,6 @@ class _Instrumenter:
 
 def _or_fault(ok: ir.Expr, fault: ir.Expr) -> ir.Expr:
     return ir.Logical("or", ok, fault, np.bool_)  # type: ignore[arg-type]
-
-
-def _holds(obj: object, cls: type | tuple[type, ...]) -> bool:
-    """True when an IR node of class ``cls`` (or one of them) is in ``obj`` (a node or a
-    tuple of them)."""
-    if isinstance(obj, cls):
-        return True
-    if isinstance(obj, tuple):
-        return any(_holds(o, cls) for o in obj)
-    if hasattr(obj, "__dataclass_fields__") and not isinstance(obj, _TYPES):
-        return any(_holds(getattr(obj, f), cls) for f in obj.__dataclass_fields__)
-    return False
-
-
-_TYPES = (ir.PointerType, ir.SharedType, ir.StructType, ir.ArrayType)
 
 
 def _holds_atomic(e: ir.Expr) -> bool:

@@ -42,3 +42,19 @@ def reorderable(s: ir.Stmt) -> bool:
     count = sum(effects(x) for name in own for x in exprs_of(getattr(s, name, None)))
     return count == 0 or (count == 1 and isinstance(s, (ir.Assign, ir.Evaluate))
                           and isinstance(s.value, ir.Atomic))
+
+
+_TYPES = (ir.PointerType, ir.SharedType, ir.StructType, ir.ArrayType)
+"""Types are dataclasses too; they hold no nodes."""
+
+
+def holds(obj: object, cls: type | tuple[type, ...]) -> bool:
+    """True when an IR node of class ``cls`` (or one of them) is in ``obj`` (a node or a
+    tuple of them)."""
+    if isinstance(obj, cls):
+        return True
+    if isinstance(obj, tuple):
+        return any(holds(o, cls) for o in obj)
+    if hasattr(obj, "__dataclass_fields__") and not isinstance(obj, _TYPES):
+        return any(holds(getattr(obj, f), cls) for f in obj.__dataclass_fields__)
+    return False

@@ -17,6 +17,7 @@ from ..backend.buffer import Buffer
 from ..errors import InvalidArgument
 from ..interop import as_buffer
 from .base import Kind, kind_named
+from .program import device_stream
 
 if TYPE_CHECKING:
     from ..backend.device import Device, Stream
@@ -47,9 +48,7 @@ class CoreProgram:
 
     @stream.setter
     def stream(self, value: Stream) -> None:
-        if getattr(value, "device", None) is not self.device:
-            raise InvalidArgument(f"stream: expected a stream of {self.device!r}, got {value!r}")
-        self._stream = value
+        self._stream = device_stream(self.device, value)
 
     # ---- the front end's checks ------------------------------------------------------------
     def check_params(self, p: Any) -> None:

@@ -33,6 +33,7 @@ from .elementwise_layout import Operand, broadcast, c_strides, check_overlap, pl
 from .elementwise_operands import host_operand, operand
 from .elementwise_source import make_variant
 from .foreign import order_after, order_before
+from .program import device_stream
 
 if TYPE_CHECKING:
     from ..backend.device import Device, Stream
@@ -97,9 +98,7 @@ class ElementwiseProgram:
 
     @stream.setter
     def stream(self, value: Stream) -> None:
-        if getattr(value, "device", None) is not self.device:
-            raise InvalidArgument(f"stream: expected a stream of {self.device!r}, got {value!r}")
-        self._stream = value
+        self._stream = device_stream(self.device, value)
 
     def _variant(self, ndim: int | None, strided_grid: bool = False) -> RawKernel:
         key = (ndim, strided_grid)

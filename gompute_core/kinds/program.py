@@ -52,6 +52,14 @@ def refuse_closed(*args: Any, **kwargs: Any) -> Any:
     raise InvalidArgument("this kernel handle is closed")
 
 
+
+def device_stream(device: Any, value: Any) -> Stream:
+    """``value`` when it is a stream of ``device`` (a program's ``stream`` setter), else
+    ``InvalidArgument``."""
+    if getattr(value, "device", None) is not device:
+        raise InvalidArgument(f"stream: expected a stream of {device!r}, got {value!r}")
+    return value
+
 class KernelProgram:
     """A kernel's entry point on one device; ``launch`` is the checked per-kind call."""
 
@@ -107,9 +115,7 @@ class KernelProgram:
 
     @stream.setter
     def stream(self, value: Stream) -> None:
-        if getattr(value, "device", None) is not self.device:
-            raise InvalidArgument(f"stream: expected a stream of {self.device!r}, got {value!r}")
-        self._stream = value
+        self._stream = device_stream(self.device, value)
         self._ours = self.device.stream_handle(value)
         self._unordered = self._free_streams()
 
