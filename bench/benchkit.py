@@ -97,3 +97,18 @@ def paired_extra(base: Callable[[], Any], other: Callable[[], Any], calls: int =
              for _ in range(batches)]
     return (statistics.median(b for b, _ in pairs),
             statistics.median(o - b for b, o in pairs))
+
+
+def interleaved_best(fns: dict[str, Callable[[], Any]], reps: int) -> dict[str, float]:
+    """Best wall seconds of each function over ``reps`` rounds, one run of each per round
+    (after one warm-up run each): other work on a shared host only ever adds time, and
+    interleaving spreads it over every contender."""
+    for fn in fns.values():
+        fn()
+    best = dict.fromkeys(fns, float("inf"))
+    for _ in range(reps):
+        for name, fn in fns.items():
+            t0 = time.perf_counter()
+            fn()
+            best[name] = min(best[name], time.perf_counter() - t0)
+    return best

@@ -39,7 +39,6 @@ import inspect
 import math
 import os
 import sys
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -267,22 +266,11 @@ def numba_program() -> Callable[..., None]:
     return run
 
 
-def interleaved_best(fns: dict[str, Callable[[], Any]], reps: int) -> dict[str, float]:
-    """Best wall seconds of each function over ``reps`` rounds, one run of each per round
-    (after one warm-up run each)."""
-    for fn in fns.values():
-        fn()
-    best = dict.fromkeys(fns, float("inf"))
-    for _ in range(reps):
-        for name, fn in fns.items():
-            t0 = time.perf_counter()
-            fn()
-            best[name] = min(best[name], time.perf_counter() - t0)
-    return best
-
-
 def cpu(n_options: int, n_threads: int, n_samples: int, threads: int, reps: int) -> None:
     import numba
+
+    sys.path.insert(0, HERE)
+    from benchkit import interleaved_best
 
     numba.set_num_threads(threads)
     s, x, t = options(n_options)

@@ -47,7 +47,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -281,23 +280,11 @@ def fma_reference() -> Callable[[np.ndarray, np.ndarray, np.ndarray], None]:
     return ikj
 
 
-def interleaved_best(fns: dict[str, Callable[[], Any]], reps: int) -> dict[str, float]:
-    """Best wall seconds of each function over ``reps`` rounds, one run of each per round
-    (after one warm-up run each): other work on a shared host only ever adds time, and
-    interleaving spreads it over every contender."""
-    for fn in fns.values():
-        fn()
-    best = dict.fromkeys(fns, float("inf"))
-    for _ in range(reps):
-        for name, fn in fns.items():
-            t0 = time.perf_counter()
-            fn()
-            best[name] = min(best[name], time.perf_counter() - t0)
-    return best
-
-
 def cpu(m: int, n: int, k: int, threads: int, reps: int) -> None:
     import numba
+
+    sys.path.insert(0, HERE)
+    from benchkit import interleaved_best
 
     numba.set_num_threads(threads)
     a, b = operands(m, n, k)
