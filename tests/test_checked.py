@@ -26,6 +26,7 @@ from gompute_core.errors import (
     Unsupported,
 )
 from gompute_core.ir.checked import ShadowType, instrument
+from gompute_core.testing._support import marked_line
 from gompute_core.testing.kernels_raw import raw_transpose
 
 B = g.builtins
@@ -34,10 +35,7 @@ HERE = Path(__file__).resolve()
 
 def line_of(marker: str) -> str:
     """``file:line`` of the line of this file that ends with ``# <marker>``."""
-    for k, text in enumerate(HERE.read_text().splitlines(), 1):
-        if text.rstrip().endswith(f"# {marker}"):
-            return f"{HERE}:{k}"
-    raise AssertionError(marker)
+    return marked_line(HERE, marker)
 
 
 @g.raw_kernel

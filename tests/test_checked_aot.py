@@ -20,6 +20,7 @@ import pytest
 import gompute_core as g
 from gompute_core.errors import InvalidArgument, Unsupported
 from gompute_core.runtime.compile import build, find_prebuilt_raw, write_artifact
+from gompute_core.testing._support import marked_line
 
 B = g.builtins
 HERE = Path(__file__).resolve()
@@ -35,10 +36,7 @@ def aot_shift_read(src: g.GlobalPtr[g.f32], dst: g.GlobalPtr[g.f32], n: g.u64, s
 
 def line_of(marker: str) -> str:
     """``file:line`` of the line of this file that ends with ``# <marker>``."""
-    for k, text in enumerate(HERE.read_text().splitlines(), 1):
-        if text.rstrip().endswith(f"# {marker}"):
-            return f"{HERE}:{k}"
-    raise AssertionError(marker)
+    return marked_line(HERE, marker)
 
 
 def oracle(shift: int) -> np.ndarray:

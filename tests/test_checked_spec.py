@@ -16,16 +16,14 @@ import pytest
 
 import gompute_core as g
 from gompute_core.errors import GomputeWarning, OutOfBounds, Unsupported
+from gompute_core.testing._support import marked_line
 
 HERE = Path(__file__).resolve()
 
 
 def line_of(marker: str) -> str:
     """``file:line`` of the line of this file that ends with ``# <marker>``."""
-    for k, text in enumerate(HERE.read_text().splitlines(), 1):
-        if text.rstrip().endswith(f"# {marker}"):
-            return f"{HERE}:{k}"
-    raise AssertionError(marker)
+    return marked_line(HERE, marker)
 
 
 @g.params

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -268,3 +269,12 @@ def sum_tolerance(values_: np.ndarray) -> tuple[float, float]:
     bound = max(n - 1, 0) * eps * float(np.abs(v64).sum())
     bound += 2 * float(np.spacing(np.abs(t(exact)))) if np.isfinite(t(exact)) else 0.0
     return exact, bound
+
+
+def marked_line(path: Path, marker: str) -> str:
+    """``file:line`` of the line of ``path`` that ends with ``# <marker>`` (where a checked
+    kernel's report must point)."""
+    for k, text in enumerate(path.read_text().splitlines(), 1):
+        if text.rstrip().endswith(f"# {marker}"):
+            return f"{path}:{k}"
+    raise AssertionError(f"no line of {path} ends with '# {marker}'")

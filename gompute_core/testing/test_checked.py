@@ -33,7 +33,7 @@ import pytest
 import gompute_core as g
 
 from . import test_raw as R
-from ._support import mark
+from ._support import mark, marked_line
 from .kernels_raw import raw_add, raw_tally
 
 TIER = "checked"
@@ -50,10 +50,7 @@ SHARED = 64
 
 def line_of(marker: str) -> str:
     """``file:line`` of the line of this module that ends with ``# <marker>``."""
-    for k, text in enumerate(HERE.read_text().splitlines(), 1):
-        if text.rstrip().endswith(f"# {marker}"):
-            return f"{HERE}:{k}"
-    raise AssertionError(marker)
+    return marked_line(HERE, marker)
 
 
 # ------------------------------------------------------------------ the raw tier, checked
