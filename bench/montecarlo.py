@@ -283,7 +283,7 @@ def cpu(n_options: int, n_threads: int, n_samples: int, threads: int, reps: int)
     run = numba_program()
     best = interleaved_best({
         "numba": lambda: run(s, x, t, RISK_FREE, VOLATILITY, n_samples, SEED, peer, n_threads),
-        "ours": lambda: k.launch(grid, block, args)}, reps)
+        "ours": lambda: (k.launch(grid, block, args), k.synchronize())}, reps)
     same = np.array_equal(ours, peer)
     price = ours.reshape(n_options, n_threads).mean(axis=1)
     err = float(np.std(price - black_scholes_call(s, x, t)))

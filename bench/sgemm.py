@@ -298,7 +298,7 @@ def cpu(m: int, n: int, k: int, threads: int, reps: int) -> None:
     loop = fma_reference()
     fns: dict[str, Callable[[], Any]] = {
         "numba loop": lambda: loop(bf.T, af.T, c_loop_f.T),
-        "port": lambda: port.launch(grid, block, args)}
+        "port": lambda: (port.launch(grid, block, args), port.synchronize())}
     tuned = m % TILE == 0 and n % TILE == 0 and k % TK == 0
     if tuned:
         c_tuned = np.empty(m * n, np.float32)
@@ -307,7 +307,7 @@ def cpu(m: int, n: int, k: int, threads: int, reps: int) -> None:
         tgrid, tblock = tuned_launch(m, n)
         targs = [np.int32(m), np.int32(n), np.int32(k), a.ravel(), b.ravel(), c_tuned]
         fns["numba loop (row-major)"] = lambda: loop(a, b, c_loop_c)
-        fns["tuned"] = lambda: kt.launch(tgrid, tblock, targs)
+        fns["tuned"] = lambda: (kt.launch(tgrid, tblock, targs), kt.synchronize())
     best = interleaved_best(fns, reps)
     same_port = np.array_equal(c_port, c_loop_f.ravel(order="F"))
     err = float(np.max(np.abs(c_loop_f - a.astype(np.float64) @ b.astype(np.float64))))
