@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from gompute_cpu.fission import plan
 
 import gompute_core as g
 from gompute_core.testing.kernels_raw import block_sum_kernel
+from gompute_core.workgroup import plan
 
 cpu_block_sum = block_sum_kernel(g.f32, "cpu_block_sum")
 B = g.builtins

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from gompute_cpu.fission import plan
 from test_cpu_raw import cpu_block_sum, cpu_collatz
 from test_cpu_raw import mode as mode  # the serial / threaded-blocks fixture
 
 import gompute_core as g
 from gompute_core.raw.kernel import RawKernelDef
+from gompute_core.workgroup import plan
 
 B = g.builtins
 

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from gompute_cpu.fission import plan
 from test_cpu_raw import block_sum_oracle
 from test_cpu_raw import mode as mode  # the serial / threaded-blocks fixture
 
 import gompute_core as g
+from gompute_core.workgroup import plan
 
 B = g.builtins
 BLOCK = 256

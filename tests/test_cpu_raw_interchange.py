@@ -7,12 +7,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from gompute_cpu.fission import plan
-from gompute_cpu.interchange import Leaf, Outer, moved
 from gompute_cpu.raw_flat import render_raw_module
 
 import gompute_core as g
 from gompute_core.ir import nodes as ir
+from gompute_core.workgroup import Leaf, Outer, moved, plan
 
 B = g.builtins
 BX, BY = 8, 4

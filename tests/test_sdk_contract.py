@@ -222,7 +222,7 @@ PUBLIC_MODULES = {
     "gompute_core.backend", "gompute_core.codegen", "gompute_core.errors", "gompute_core.types",
     "gompute_core.ir", "gompute_core.ir.kernel", "gompute_core.ir.nodes", "gompute_core.ir.entry",
     "gompute_core.ir.visitor", "gompute_core.ir.uniformity", "gompute_core.ir.intrinsics",
-    "gompute_core.backend.gpu",
+    "gompute_core.ir.walk", "gompute_core.backend.gpu", "gompute_core.workgroup",
 }
 """The modules plugins.md names as importable by a backend (section 9; the GPU layer,
 section 6.4)."""

@@ -1,11 +1,19 @@
 """Small queries over IR expressions and statements shared by checked mode's rewriting
-(:mod:`.checked`) and its race analysis (:mod:`.private`)."""
+(:mod:`.checked`), its race analysis (:mod:`.private`) and the work-group transforms
+(:mod:`gompute_core.workgroup`)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from dataclasses import fields
 from typing import get_args
 
 from . import nodes as ir
+
+__all__ = [
+    "EXPRS", "READS", "assigned_in", "children", "effects", "exprs_of", "holds", "names_in",
+    "nodes_in", "reorderable",
+]
 
 EXPRS: tuple[type, ...] = get_args(ir.Expr)
 """The expression node classes."""
@@ -48,13 +56,42 @@ _TYPES = (ir.PointerType, ir.SharedType, ir.StructType, ir.ArrayType)
 """Types are dataclasses too; they hold no nodes."""
 
 
-def holds(obj: object, cls: type | tuple[type, ...]) -> bool:
-    """True when an IR node of class ``cls`` (or one of them) is in ``obj`` (a node or a
-    tuple of them)."""
-    if isinstance(obj, cls):
+def holds(obj: object, *classes: type | tuple[type, ...]) -> bool:
+    """True when an IR node of one of ``classes`` is in ``obj`` (a node or a tuple of
+    them)."""
+    if isinstance(obj, classes):
         return True
     if isinstance(obj, tuple):
-        return any(holds(o, cls) for o in obj)
+        return any(holds(o, *classes) for o in obj)
     if hasattr(obj, "__dataclass_fields__") and not isinstance(obj, _TYPES):
-        return any(holds(getattr(obj, f), cls) for f in obj.__dataclass_fields__)
+        return any(holds(getattr(obj, f), *classes) for f in obj.__dataclass_fields__)
     return False
+
+
+def nodes_in(obj: object) -> Iterator[object]:
+    """``obj`` and every IR node below it (expressions and statements, depth first)."""
+    yield obj
+    if isinstance(obj, tuple):
+        for item in obj:
+            yield from nodes_in(item)
+    elif hasattr(obj, "__dataclass_fields__") and not isinstance(obj, _TYPES):
+        for f in fields(obj):  # type: ignore[arg-type]
+            child = getattr(obj, f.name)
+            if isinstance(child, tuple) or hasattr(child, "__dataclass_fields__"):
+                yield from nodes_in(child)
+
+
+def names_in(obj: object) -> set[str]:
+    """Every variable read or assigned in ``obj`` (an IR node or a tuple of them)."""
+    return assigned_in(obj) | {node.name for node in nodes_in(obj) if isinstance(node, ir.Var)}
+
+
+def assigned_in(obj: object) -> set[str]:
+    """Every variable assigned in ``obj`` (assignments and ``for`` variables)."""
+    out: set[str] = set()
+    for node in nodes_in(obj):
+        if isinstance(node, ir.Assign):
+            out.add(node.name)
+        elif isinstance(node, ir.ForRange):
+            out.add(node.var)
+    return out

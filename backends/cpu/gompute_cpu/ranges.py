@@ -19,9 +19,8 @@ from collections.abc import Callable
 import numpy as np
 
 from gompute_core.ir import nodes as ir
+from gompute_core.ir.walk import nodes_in
 from gompute_core.types import is_int
-
-from .fission import nodes_in
 
 Range = tuple[int, int]
 """Inclusive bounds."""

@@ -3,15 +3,16 @@
 The module a raw :class:`~gompute_core.ir.kernel.KernelIR` becomes defines:
 
 * ``k_block(_b0, _b1, _b2, _GX, _GY, _GZ, _BX, _BY, _BZ, <shared and per-thread arrays>,
-  A...)``: one block, its body split by :mod:`.fission` into block statements (run once)
-  and phases (each a loop over the block's threads, ``_tx`` fastest; the flat thread
-  index is ``_t``); a phase in lockstep (:class:`~.fission.Lockstep`) is a first pass
+  A...)``: one block, its body split (:mod:`~gompute_core.workgroup`) into block
+  statements (run once) and phases (each a loop over the block's threads, ``_tx``
+  fastest; the flat thread index is ``_t``); a phase in lockstep
+  (:class:`~gompute_core.workgroup.Lockstep`) is a first pass
   over the threads (the statements before its loop and the loop's first iteration; a
   thread whose loop is already over runs the statements after it), then rounds over the
   threads whose ``_act[_t]`` flag says their loop goes on, each running up to
   ``_ROUND`` more of a thread's iterations (its carried values in ``_ls_<name>[_t]``)
   and, when its loop ends, the statements after it; a phase of a kernel with barriers
-  whose uniform loops and ifs move out of the thread loop (:mod:`.interchange`) runs
+  whose uniform loops and ifs move out of the thread loop (:mod:`~gompute_core.workgroup`) runs
   them once, around a loop over the threads for each run of statements between them;
 * ``k_serial(_GX, _GY, _GZ, _BX, _BY, _BZ, _first, _last, _chunks, A...)`` and
   ``k_parallel`` (the same over ``prange``): the blocks ``_first`` to ``_last - 1`` (in
@@ -19,7 +20,7 @@ The module a raw :class:`~gompute_core.ir.kernel.KernelIR` becomes defines:
   (the block's index counted up without a division per block), each range allocating the
   block's shared arrays and per-thread slots once and reusing them for its blocks
   (shared memory starts uninitialized on every device anyway);
-* for a kernel whose threads never meet (:meth:`~.fission.Plan.flat`), also
+* for a kernel whose threads never meet (``Plan.flat``), also
   ``k_flat(_GX, _GY, _GZ, _BX, _BY, _BZ, _first, _last, A...)``: the threads ``_first``
   to ``_last - 1`` of a 1-D launch as one ``prange`` loop (:class:`~.raw_flat.FlatRenderer`).
 
@@ -36,7 +37,7 @@ atomics of :mod:`.atomics`, so blocks running on different cores update global
 memory correctly. A thread's ``return`` ends its iteration of the thread loop
 (``continue``; through a flag out of its own loops), and when later phases exist
 sets its ``_done[_t]`` flag, which every phase checks first. A uniform thread variable
-read by block control (:attr:`~.fission.Plan.uniform`) is saved as ``_e_<name>`` before
+read by block control (``Plan.uniform``) is saved as ``_e_<name>`` before
 a phase that mentions it and restored at the start of each of its threads.
 """
 
@@ -50,25 +51,25 @@ from gompute_core.errors import Unsupported
 from gompute_core.ir import nodes as ir
 from gompute_core.ir.kernel import KernelIR
 from gompute_core.ir.uniformity import is_varying
+from gompute_core.ir.walk import assigned_in, holds, names_in, nodes_in
 from gompute_core.types import ScalarType
-
-from .fission import (
+from gompute_core.workgroup import (
     BlockIf,
     BlockLoop,
     Item,
     Lockstep,
+    Node,
+    Outer,
     Phase,
     Plan,
-    assigned_in,
-    holds,
-    names_in,
-    nodes_in,
+    accumulates,
+    moved,
     plan,
+    tiles,
 )
-from .interchange import Node, Outer, moved
+
 from .params import is_aggregate
 from .ranges import Ranges
-from .registers import accumulates, tiles
 from .render import FunctionRenderer, arg_names, call, define, tname, var, zero
 
 _AXES = "xyz"
@@ -92,7 +93,8 @@ class RawRenderer(FunctionRenderer):
         self.plan: Plan = plan(fn, kir.name)
         self.moved = moved(self.plan)
         self.ranges = Ranges(self.plan.remat, kir.block)
-        """Phases run with their uniform loops outside the thread loops (:mod:`.interchange`)."""
+        """Phases run with their uniform loops outside the thread loops
+        (:func:`~gompute_core.workgroup.moved`)."""
         self.atomics: set[str] = set()
         self.in_thread = False
         self.loop_depth = 0
@@ -112,7 +114,7 @@ class RawRenderer(FunctionRenderer):
         phases may lower loops over the same variable to the same names and types)."""
         self.regs: dict[tuple[str, tuple[int, ...]], str] = {}
         """The local-array elements the leaf being rendered keeps in scalars
-        (:func:`~.registers.tiles`)."""
+        (:func:`~gompute_core.workgroup.registers.tiles`)."""
         self.types_by_name = dict([*fn.args, *fn.locals, *self.lowered])
         self.types.update(self.lowered)
 
@@ -329,7 +331,7 @@ class RawRenderer(FunctionRenderer):
 
     def save_uniform(self, p: Phase, depth: int) -> None:
         """Before the passes over ``p``: the entry values of the uniform thread variables
-        it mentions (:attr:`~.fission.Plan.uniform`), which each thread starts from."""
+        it mentions (``Plan.uniform``), which each thread starts from."""
         for name in sorted(self.plan.uses[p.index] & self.plan.uniform):
             self.emit(depth, f"_e_{name} = {var(name)}")
 
@@ -422,7 +424,7 @@ class RawRenderer(FunctionRenderer):
         vectorizes that loop (contiguous across x) instead of unrolling it fully and
         vectorizing the y loop with scatters (the SGEMM port's ``rA`` loads: 8x slower).
         A leaf's local-array elements of constant index live in scalars while a thread runs
-        it (:mod:`.registers`: loaded from the slots ``_f_<name>[i * threads + _t]`` first,
+        it (``workgroup.registers``: loaded from the slots ``_f_<name>[i * threads + _t]`` first,
         stored back last); a leaf that accumulates into them loops x to ``_BX`` (a constant
         where the block is declared: the SGEMM port's step 2x faster than to ``_NX``)."""
         for node in nodes:

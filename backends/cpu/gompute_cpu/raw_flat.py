@@ -6,9 +6,10 @@ from __future__ import annotations
 from gompute_core.ir import nodes as ir
 from gompute_core.ir.kernel import KernelIR
 from gompute_core.ir.uniformity import is_varying
+from gompute_core.ir.walk import holds
 from gompute_core.types import ScalarType
+from gompute_core.workgroup import Phase
 
-from .fission import Phase, holds
 from .kernels import assemble
 from .raw import _GEOMETRY_NAMES, RawRenderer
 from .render import FunctionRenderer, arg_names, tname, var
@@ -66,7 +67,7 @@ class FlatRenderer(RawRenderer):
         return whole if bound is None else (bound, (*head, *last.body))
 
     def render_flat(self, p: Phase) -> str:
-        """``k_flat``: a kernel whose threads never meet (:meth:`~.fission.Plan.flat`) as
+        """``k_flat``: a kernel whose threads never meet (``Plan.flat``) as
         one parallel loop over the threads ``_first`` to ``_last - 1`` of a 1-D launch
         (``_gx`` is ``global_id(0)``; a launch may come in slices). Its block statements
         run once per slice, before the loop; each thread starts its locals afresh (numba

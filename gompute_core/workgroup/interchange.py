@@ -12,7 +12,7 @@ too). An ``if`` on such a condition moves out the same way. The statements in be
 (*leaves*) each run in a loop over the threads, which LLVM vectorizes across threads: the
 register-tile update ``rC[n, m] = fma(rA[m], rB[n], rC[n, m])`` of an SGEMM becomes one
 vector loop over the block per ``(n, m)``, with the local arrays laid out thread-fastest
-(:class:`~.raw.RawRenderer`).
+(by the CPU backend's renderer).
 
 A thread variable a leaf may read before assigning it (its value comes from another leaf,
 or from the same leaf's previous iteration of an enclosing loop) gets one slot per thread
@@ -28,8 +28,9 @@ from dataclasses import dataclass, replace
 from typing import TypeAlias
 
 from gompute_core.ir import nodes as ir
+from gompute_core.ir.walk import assigned_in, holds, names_in, nodes_in
 
-from .fission import Plan, assigned_in, exposed, holds, names_in, nodes_in
+from .fission import Plan, exposed
 from .registers import small, unroll
 
 

@@ -26,8 +26,7 @@ from dataclasses import fields, replace
 import numpy as np
 
 from gompute_core.ir import nodes as ir
-
-from .fission import assigned_in, holds, nodes_in
+from gompute_core.ir.walk import assigned_in, holds, nodes_in
 
 SMALL = 128
 """The most statements a kept loop runs per thread, counted unrolled: the port's ``for k``

@@ -61,8 +61,8 @@ never a thread variable's slot nor carried by a lockstep loop.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field, fields
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import TypeAlias
 
 import numpy as np
@@ -70,6 +70,7 @@ import numpy as np
 from gompute_core.errors import Unsupported
 from gompute_core.ir import nodes as ir
 from gompute_core.ir.uniformity import is_varying, varying_names
+from gompute_core.ir.walk import assigned_in, holds, names_in, nodes_in
 from gompute_core.types import ScalarType
 
 _LOOPS = (ir.While, ir.ForRange)
@@ -124,41 +125,6 @@ class BlockLoop:
 Item: TypeAlias = Phase | BlockIf | BlockLoop | ir.Stmt
 """One element of a block-level statement list (the other statements: an assignment to a
 block variable, ``barrier()``, ``return``, ``break``, ``continue``)."""
-
-
-def nodes_in(obj: object) -> Iterator[object]:
-    """``obj`` and every IR node below it (expressions and statements, depth first)."""
-    yield obj
-    if isinstance(obj, tuple):
-        for item in obj:
-            yield from nodes_in(item)
-    elif hasattr(obj, "__dataclass_fields__") and not isinstance(
-            obj, (ir.PointerType, ir.SharedType, ir.StructType, ir.ArrayType)):
-        for f in fields(obj):  # type: ignore[arg-type]
-            child = getattr(obj, f.name)
-            if isinstance(child, tuple) or hasattr(child, "__dataclass_fields__"):
-                yield from nodes_in(child)
-
-
-def names_in(obj: object) -> set[str]:
-    """Every variable read or assigned in ``obj`` (an IR node or a tuple of them)."""
-    return assigned_in(obj) | {node.name for node in nodes_in(obj) if isinstance(node, ir.Var)}
-
-
-def assigned_in(obj: object) -> set[str]:
-    """Every variable assigned in ``obj`` (assignments and ``for`` variables)."""
-    out: set[str] = set()
-    for node in nodes_in(obj):
-        if isinstance(node, ir.Assign):
-            out.add(node.name)
-        elif isinstance(node, ir.ForRange):
-            out.add(node.var)
-    return out
-
-
-def holds(obj: object, *classes: type) -> bool:
-    """True when a node of one of ``classes`` is in ``obj``."""
-    return any(isinstance(node, classes) for node in nodes_in(obj))
 
 
 def _reads(obj: object) -> set[str]:
