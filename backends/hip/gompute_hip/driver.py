@@ -182,7 +182,14 @@ class HipDriver(GpuDriver):
         self.invoke(CaptureFailed, "hipStreamBeginCapture", None, stream, mode_enum)
 
     end_capture = primitive("hipStreamEndCapture", CaptureFailed)
-    graph_instantiate = primitive("hipGraphInstantiate", GraphFailed, tail=(None, 0))
+
+    def graph_instantiate(self, graph: Any) -> Any:
+        """``hipGraphInstantiate``: the executable graph (hip-python answers it with the
+        error node; a failure raises, so the node is not needed)."""
+        graph_exec, _error_node = self.invoke(GraphFailed, "hipGraphInstantiate", None, graph,
+                                              None, 0)
+        return graph_exec
+
     graph_launch = primitive("hipGraphLaunch", GraphFailed)
     graph_update = primitive("hipGraphExecUpdate", GraphFailed)
     graph_destroy = primitive("hipGraphDestroy", GraphFailed)
