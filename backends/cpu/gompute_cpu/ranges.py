@@ -25,6 +25,10 @@ from gompute_core.types import is_int
 Range = tuple[int, int]
 """Inclusive bounds."""
 
+GLOBAL_ID_MAX = (2**31 - 1) * 1024
+"""A bound on ``global_id``: at most 2**31 - 1 blocks of at most 1024 threads along an
+axis (the core checks every launch against the device's limits)."""
+
 
 def _fits(r: Range, t: object) -> Range | None:
     info = np.iinfo(t)  # type: ignore[call-overload]
@@ -68,6 +72,8 @@ class Ranges:
         elif isinstance(e, ir.Geometry):
             if e.func == "local_id" and self.block is not None:
                 r = (0, self.block[e.dim] - 1)
+            elif e.func == "global_id":
+                r = (0, GLOBAL_ID_MAX)
         elif isinstance(e, ir.Cast):
             r = self.of(e.value)
         elif isinstance(e, ir.Binary):

@@ -220,9 +220,22 @@ class RawRenderer(FunctionRenderer):
             return self.ranges.wide(e.value, self.expr)
         return super().visit_Cast(e)
 
+    def subscript(self, base: ir.Var, index: tuple[ir.Expr, ...]) -> str:
+        """``base[index...]`` for a load or store. A 1-D index whose range is known not to
+        be negative (:mod:`.ranges`: ``global_id(0)`` and what is computed from it) is
+        cast to ``uint64``: numba then drops its negative-index wraparound, which LLVM
+        cannot fold when the index comes from a parallel loop's counter (Black-Scholes as a
+        flat kernel gathered its inputs: 1.25x numba's time). Same element: the value is
+        not negative."""
+        array, flat = self.element(base, index)
+        if len(index) == 1:
+            r = self.ranges.of(index[0])
+            if r is not None and r[0] >= 0:
+                flat = f"np.uint64({flat})"
+        return f"{array}[{flat}]"
+
     def visit_Load(self, e: ir.Load) -> str:
-        array, index = self.element(e.base, e.index)
-        return f"{array}[{index}]"
+        return self.subscript(e.base, e.index)
 
     def visit_Atomic(self, e: ir.Atomic) -> str:
         self.atomics.add(e.op)
@@ -234,8 +247,7 @@ class RawRenderer(FunctionRenderer):
     # statements --------------------------------------------------------------------------
 
     def visit_Store(self, s: ir.Store, depth: int) -> None:
-        array, index = self.element(s.base, s.index)
-        self.emit(depth, f"{array}[{index}] = {self.expr(s.value)}")
+        self.emit(depth, f"{self.subscript(s.base, s.index)} = {self.expr(s.value)}")
 
     def visit_Evaluate(self, s: ir.Evaluate, depth: int) -> None:
         self.emit(depth, self.expr(s.value))

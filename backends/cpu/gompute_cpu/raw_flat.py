@@ -78,7 +78,7 @@ class FlatRenderer(RawRenderer):
         self.emit(0, "@njit(**_PAR)")
         names = [*_GEOMETRY_NAMES, "_first", "_last", *arg_names(self.fn)]
         self.emit(0, f"def k_flat({', '.join(names)}):")
-        self.launch_shape(["_GX", "_GY", "_GZ"])
+        self.launch_shape(["_GX", "_GY", "_GZ", "_first"])
         self.scalar_locals([name for name in locals_ if name not in thread], 1)
         for item in self.plan.items[:-1]:
             self.visit(item, 1)
