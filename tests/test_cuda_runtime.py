@@ -64,3 +64,29 @@ def test_prebuilt_artifacts_load_without_compiling(tmp_path, monkeypatch) -> Non
     with g.Kernel(spec, "cuda") as k:
         out = k.run(np.arange(10, dtype=np.float32))
     np.testing.assert_array_equal(out, np.arange(1, 11, dtype=np.float32))
+
+
+def test_run_uses_memory_that_is_page_locked_already() -> None:
+    """An array over pinned memory NumPy does not own (the device's own ``pinned`` arrays,
+    CuPy's ``alloc_pinned_memory``) is recognised as page-locked: ``run`` copies it by DMA
+    instead of staging it (it was 3x slower than a pageable array: never registered,
+    always staged), and the sum is the one NumPy computes in the same order."""
+    dev = manager.open_device("cuda", 0)
+    n = 1 << 21
+    data = np.random.default_rng(7).standard_normal(n)  # SUM is an f64 sum
+    pageable = data.copy()
+    own = dev.pinned(n, np.float64)
+    own[:] = data
+    assert dev.pin(own) and not dev.pin(np.frombuffer(bytearray(data.tobytes()), np.float64))
+    with g.Kernel(SUM, "cuda") as k:
+        want = k.run(pageable)
+        assert k.run(own) == want
+        try:
+            import cupy as cp
+        except ImportError:
+            return
+        block = cp.cuda.alloc_pinned_memory(data.nbytes)
+        foreign = np.frombuffer(block, np.float64, n)
+        foreign[:] = data
+        assert dev.pin(foreign)
+        assert k.run(foreign) == want

@@ -39,11 +39,15 @@ def pin_budget() -> int:
 
 class HostPinning:
     """Registers host memory with a driver: ``register(addr, nbytes) -> bool`` (False when
-    the driver refuses) and ``unregister(addr)``."""
+    the driver refuses) and ``unregister(addr)``; ``is_pinned(addr) -> bool`` (optional)
+    tells whether a byte is in page-locked memory already (a pinned allocation of the
+    driver, of CuPy or torch, or memory someone registered)."""
 
     def __init__(self, register: Callable[[int, int], bool],
-                 unregister: Callable[[int], None]) -> None:
+                 unregister: Callable[[int], None],
+                 is_pinned: Callable[[int], bool] | None = None) -> None:
         self._register, self._unregister = register, unregister
+        self._is_pinned = is_pinned
         self._pinned: dict[int, tuple[int, weakref.finalize]] = {}
         self._bytes = 0
         self._lock = threading.Lock()
@@ -51,11 +55,19 @@ class HostPinning:
 
     def pin(self, arr: np.ndarray) -> bool:
         """Page-lock the memory of ``arr``'s owning array while it lives; False when it is
-        too small, over the budget, not owned by a NumPy array, or refused."""
+        too small, over the budget or refused. An array over memory NumPy does not own
+        (a pinned buffer of the driver, CuPy or torch; an mmap) is never registered: True
+        when its first and last bytes are page-locked already (``is_pinned``), else
+        False."""
         owner = arr
         while isinstance(owner.base, np.ndarray):
             owner = owner.base
-        if owner.base is not None or owner.nbytes < PIN_MIN_BYTES:
+        if owner.base is not None:
+            if self._is_pinned is None or arr.nbytes < PIN_MIN_BYTES:
+                return False
+            addr = arr.ctypes.data
+            return self._is_pinned(addr) and self._is_pinned(addr + arr.nbytes - 1)
+        if owner.nbytes < PIN_MIN_BYTES:
             return False
         ptr, size = owner.ctypes.data, owner.nbytes
         with self._lock:

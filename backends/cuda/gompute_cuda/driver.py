@@ -175,6 +175,13 @@ class CudaDriver(GpuDriver):
         found = self.lib.cuPointerGetAttribute(ctypes.byref(ordinal), 9, addr) == 0
         return ordinal.value if found and ordinal.value >= 0 else None
 
+    def host_is_pinned(self, addr: int) -> bool:
+        """``CU_POINTER_ATTRIBUTE_MEMORY_TYPE`` is ``CU_MEMORYTYPE_HOST`` (pageable memory is
+        unknown to the driver: an error)."""
+        kind = ctypes.c_uint(0)
+        return self.lib.cuPointerGetAttribute(ctypes.byref(kind), 2, addr) == 0 and \
+            kind.value == 1
+
     mem_alloc = primitive("cuMemAlloc_v2", AllocFailed, ctypes.c_uint64)
     mem_free = primitive("cuMemFree_v2", AllocFailed)
 

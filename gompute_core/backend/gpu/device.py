@@ -157,7 +157,8 @@ class GpuDevice(Device):
         self._lifetimes = Lifetimes()
         self._modules: dict[str, Any] = {}
         self._lock = threading.Lock()
-        self._pinning = HostPinning(self._register_host, self._unregister_host)
+        self._pinning = HostPinning(self._register_host, self._unregister_host,
+                                    self._in_context(self.driver.host_is_pinned))
         self._peers: set[int] = set()
         self._order_event: GpuEvent | None = None
         self._closed = False

@@ -197,6 +197,12 @@ class GpuDriver(ABC):
     def host_unregister(self, addr: int) -> None:
         """Undo :meth:`host_register`."""
 
+    def host_is_pinned(self, addr: int) -> bool:
+        """True when the byte at ``addr`` is in page-locked host memory (allocated or
+        registered by anyone in the process); a driver that cannot tell answers False, and
+        ``run`` then stages such memory like pageable memory."""
+        return False
+
     # ---- modules ----------------------------------------------------------------------------
     @abstractmethod
     def module_load(self, image: bytes) -> Any:
