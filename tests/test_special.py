@@ -71,19 +71,28 @@ CENTRAL_Y = [1e-300, 1e-20, 1e-8, 0.001, 0.1, 0.25, 0.4999, 0.5, 0.6, 0.9, 0.99,
 
 
 @pytest.mark.parametrize("z", TAIL_Z + [1.0, 1.2, 1.9, 2 - 1e-10])
-def test_erfcinv_oracle_is_within_two_ulps_of_the_reference(z: float) -> None:
+def test_erfcinv_oracle_is_within_three_ulps_of_the_reference(z: float) -> None:
     got = g.math.erfcinv(F64(z))
     assert type(got) is F64
-    assert _ulps(got, _erfcinv_ref(z), F64) <= 2
+    assert _ulps(got, _erfcinv_ref(z), F64) <= 3
+
+
+def test_erfcinv_is_within_three_ulps_across_the_fit() -> None:
+    """300 arguments spread over Giles' three polynomials and the tail below them (uniform
+    in [0, 1], and log-uniform from 1e-20)."""
+    rng = np.random.default_rng(20261205)
+    zs = np.concatenate([rng.uniform(0, 1, 150), 10.0 ** rng.uniform(-20, 0, 150)])
+    worst = max(_ulps(g.math.erfcinv(F64(z)), _erfcinv_ref(float(z)), F64) for z in zs if z)
+    assert worst <= 3
 
 
 @pytest.mark.parametrize("y", CENTRAL_Y + [-v for v in CENTRAL_Y[:6]])
-def test_erfinv_oracle_is_within_two_ulps_of_the_reference(y: float) -> None:
+def test_erfinv_oracle_is_within_three_ulps_of_the_reference(y: float) -> None:
     with decimal.localcontext(_CTX):
         z = 1 - Decimal(abs(y))  # exact: erfinv(y) = erfcinv(1 - y)
         ref = _newton(z, Decimal(float(g.math.erfinv(abs(y)))))
     got = g.math.erfinv(F64(y))
-    assert _ulps(got, ref if y >= 0 else -ref, F64) <= 2
+    assert _ulps(got, ref if y >= 0 else -ref, F64) <= 3
 
 
 @pytest.mark.parametrize("t", [F32, F16])
