@@ -95,7 +95,7 @@ def render_raw_module(kir: KernelIR) -> str:
     """The complete Python module of the raw kernel ``kir`` (``Unsupported`` for f16 or a
     construct the CPU cannot run, naming the kernel)."""
     helpers: set[tuple[str, ScalarType]] = set()
-    sources = [FunctionRenderer(fn, helpers).render() for fn in kir.functions[:-1]]
+    sources = [FunctionRenderer(fn, helpers).render("_FN") for fn in kir.functions[:-1]]
     renderer = RawRenderer(kir, helpers)
     parts = [renderer.render_block(), renderer.render_entries()]
     atomics = renderer.atomics
