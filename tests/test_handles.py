@@ -129,12 +129,10 @@ def test_reductions_match_oracle(backend: str, n: int) -> None:
 
 
 def test_device_reduce_groups_by_size_not_by_pinning(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A float reduce of 2 MiB and more from the host gives the same bits whether its array
-    could be page-locked (pipelined in chunks) or not (staged in one piece): both fold the
-    chunks ``chunk_elements`` cuts, each in ``min(ceil(len / block_size), 1024)``
-    contiguous partials, folded left to right from the identity (the oracle below)."""
-    from gompute_core.kinds.run import chunk_elements
-
+    """A float reduce from the host gives the same bits whether its array could be
+    page-locked or not (staged): one launch of ``min(ceil(n / block_size), 1024)``
+    contiguous partials over the whole array, folded left to right from the identity (the
+    oracle below), for an array past the 2 MiB from which other kinds pipeline."""
     monkeypatch.delenv(manager.ENV_BACKENDS, raising=False)
     n, bs = 2**19 + 7, 256
     data = (np.random.default_rng(3).standard_normal(n) * 1000).astype(np.float32)
@@ -145,16 +143,13 @@ def test_device_reduce_groups_by_size_not_by_pinning(monkeypatch: pytest.MonkeyP
             pinned = k.run(data)
             monkeypatch.setattr(k.device, "pin", lambda host: False)
             staged = k.run(data)
-    chunk = chunk_elements(n, 4)
     partials = []
-    for lo in range(0, n, chunk):
-        span = data[lo:lo + chunk]
-        blocks = min(-(-span.size // bs), 1024)
-        for b in range(blocks):
-            acc = np.float32(0)
-            for x in span[b * span.size // blocks:(b + 1) * span.size // blocks]:
-                acc = acc + x
-            partials.append(acc)
+    blocks = min(-(-n // bs), 1024)
+    for b in range(blocks):
+        acc = np.float32(0)
+        for x in data[b * n // blocks:(b + 1) * n // blocks]:
+            acc = acc + x
+        partials.append(acc)
     want = np.float32(0)
     for x in partials:
         want = want + x
