@@ -289,12 +289,28 @@ EXACT32 = np.array([112.0, 1800.0, -2847.0, 3.0, -7.0, 0.5, 0.0, -0.0, np.inf, -
 
 I16 = np.array([-32768, -32767, -1, 0, 7, 32767], np.int16)
 
+U64 = np.array([0, 1, 7, 2**32 + 1, 2**63, 2**64 - 1], np.uint64)
+
+
+def min_of_a_square_and_negative_zero(a, b):
+    """CUDA fuzz seed 2026120501, case 3511: +0.0 for ``b = 0`` (the square wins the tie)."""
+    return min(g.f32(b) ** 2, -0.0)
+
+
+def nested_choices(a, b):
+    """Three alternatives of three types whose selects nest (OpenCL fuzz seed 2026120513,
+    case 564, once each compared operand became a helper's parameter: an inner helper's
+    parameter took an enclosing helper's parameter name)."""
+    return max(g.u32(b), (b < 7) and (b > 2), 10000 - (g.i64(b) ^ g.u16(100)))
+
 RUNTIME_CASES = [(widened_abs, I16, np.uint64), (negated, I16, np.int64),
                  (b_squared, EXACT, np.float64),
                  (b_cubed, EXACT, np.float64), (b_reciprocal, EXACT, np.float64),
                  (b_root, EXACT, np.float64), (b_zeroth_and_first, EXACT, np.float64),
                  (b_squared, EXACT32, np.float32), (b_cubed, EXACT32, np.float32),
-                 (b_root, EXACT32, np.float32)]
+                 (b_root, EXACT32, np.float32),
+                 (min_of_a_square_and_negative_zero, U64, np.float64),
+                 (nested_choices, U64, np.int8)]
 
 
 def _run_c99(name: str, fn: object, b: np.ndarray, out_t: type, tmp: Path) -> np.ndarray:
@@ -327,6 +343,18 @@ def _run_opencl(name: str, fn: object, b: np.ndarray, out_t: type, tmp: Path) ->
         with g.Kernel(g.zip(name, np.uint16, b.dtype.type, out_t, None, fn), "opencl") as k:
             k.run(a, b, out, None)
     return out
+
+
+def test_a_compared_operand_the_select_returns_is_computed_once() -> None:
+    """``min(X, -0.0)`` returned as f64: NVRTC 13 and PoCL's LLVM returned -0.0 for ``X =
+    +0.0`` when ``X`` was written twice or the select chose between converted values; the
+    rendering selects in f32 through a helper that takes ``X`` once, then converts."""
+    src = _c_source(min_of_a_square_and_negative_zero, np.uint16, np.uint64, np.float64)
+    body = src[src.index("f_fz_c_min_of_a_square"):]
+    assert body.count("gp_pow2_f32(((float)(v_b)))") == 1, body
+    helper = re.search(r"float (gp_select_\w+)\(float v_0\) \{ return (.*); \}", src)
+    assert helper is not None and "double" not in helper.group(2), src
+    assert f"((double)({helper.group(1)}(gp_pow2_f32(" in body, body
 
 
 @pytest.mark.parametrize("runner", [_run_c99, _run_opencl], ids=["c99-gcc", "opencl"])

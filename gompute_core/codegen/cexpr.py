@@ -26,6 +26,7 @@ from .ctypes_ import (
     wrap_int,
 )
 from .helpers import CONSTANT_POWERS
+from .select_once import recomputed, with_parameters
 
 if TYPE_CHECKING:
     from .renderer import CRenderer
@@ -178,8 +179,18 @@ class FunctionWriter(Visitor):
         return f"(({self.expr(e.lhs)}) {op} ({self.expr(e.rhs)}))"
 
     def visit_Select(self, e: ir.Select) -> str:
-        return (f"(({self.expr(e.cond)}) ? ({self.expr(e.if_true)}) "
-                f": ({self.expr(e.if_false)}))")
+        shared = recomputed(e)
+        bound = with_parameters(e, shared) if shared else None
+        if bound is None:
+            return (f"(({self.expr(e.cond)}) ? ({self.expr(e.if_true)}) "
+                    f": ({self.expr(e.if_false)}))")
+        body, params, free = bound
+        signature = ", ".join(f"{reg_type(v.type)} {var_name(v.name)}" for v in params + free)
+        text = (f"(({self.expr(body.cond)}) ? ({self.expr(body.if_true)}) "
+                f": ({self.expr(body.if_false)}))")
+        name = self.r.need_select_helper(reg_type(e.type), signature, text)
+        args = [self.expr(x) for x in shared] + [var_name(v.name) for v in free]
+        return f"{name}({', '.join(args)})"
 
     def visit_Cast(self, e: ir.Cast) -> str:
         src, dst = e.value.type, e.type

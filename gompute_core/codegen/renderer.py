@@ -16,6 +16,7 @@ space of pointers, and the atomics (:mod:`gompute_core.codegen.atomics`).
 
 from __future__ import annotations
 
+import hashlib
 from typing import ClassVar, Literal
 
 import numpy as np
@@ -247,6 +248,16 @@ class CRenderer:
             self._helpers[name] = float_helper(op, t, self.function_qualifier, names,
                                                self.round_half)
             self.uses_half |= t is np.float16
+        return name
+
+    def need_select_helper(self, result: str, signature: str, select: str) -> str:
+        """Name of a helper returning ``select`` (a C conditional expression over the
+        parameters ``signature``) as ``result``, emitting it once per distinct text
+        (:mod:`~gompute_core.codegen.select_once`)."""
+        body = f"({signature}) {{ return {select}; }}"
+        name = "gp_select_" + hashlib.sha256(f"{result} {body}".encode()).hexdigest()[:12]
+        if name not in self._helpers:
+            self._helpers[name] = f"{self.function_qualifier} {result} {name}{body}\n"
         return name
 
     def need_tuple(self, t: TupleType) -> tuple[str, str]:

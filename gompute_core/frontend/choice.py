@@ -117,9 +117,23 @@ def settle(v: Operand) -> Value:
 
 
 def settle_to(v: Operand, to: Ty) -> Value:
-    """``v`` converted to ``to``, each alternative on its own (exact)."""
+    """``v`` converted to ``to``, each alternative on its own (exact). When ``to`` is a
+    float type, an alternative is not a constant (constants convert as they are) and the
+    alternatives settle to one type (:func:`settle`), they are chosen
+    in that type and converted once: the same values (a weak constant that type represents
+    exactly is the same number, and converts to the same float), and no select of
+    converted arms, which LLVM-based compilers miscompile when an arm is the compared value
+    (``min(x, -0.0)`` of an f32 ``x`` returned as f64: ``-0.0f < x ? -0.0 : (double)x``
+    gave -0.0 for ``x = +0.0`` on PoCL; see :mod:`gompute_core.codegen.select_once` for the
+    other half of that bug). Not for an integer ``to``: ``-101`` converts to ``u32`` by
+    wrapping, but the same number as an f64 is out of the ``u32`` range."""
     if isinstance(v, Value):
         return coerce(v, to)
+    if to.weak is None and is_float(to.type) and not all(x.is_weak_const for x in v.leaves()):
+        try:
+            return coerce(settle(v), to)
+        except TypingError:
+            pass
     return _merge(v, lambda x: coerce(x, to))
 
 
