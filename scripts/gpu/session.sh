@@ -39,9 +39,13 @@ case "$part" in
         tests/test_interop_device.py tests/test_fma.py tests/test_local_arrays.py \
         tests/test_tuples.py tests/test_special.py -k "not hip and not opencl" 2>&1 | tail -25
       echo "== CUDA fuzz, 10,000 kernels of seed ${FUZZ_SEED:?set FUZZ_SEED}"
-      timeout 240 "${pytest[@]}" -n 12 --pyargs gompute_core.testing --gompute-backend=cuda \
-        -k fuzz --gompute-fuzz-count=10000 --gompute-fuzz-seed="$FUZZ_SEED" 2>&1 \
-        | grep -vE '^\.+' | tail -30
+      # the whole output goes to its own log; here the summary and each failure's first
+      # line (which names the case: rerun it with scripts/gpu/fuzz_case.py cuda SEED:INDEX)
+      timeout 240 "${pytest[@]}" -n 12 -W ignore::RuntimeWarning -W ignore::DeprecationWarning \
+        --pyargs gompute_core.testing --gompute-backend=cuda -k fuzz \
+        --gompute-fuzz-count=10000 --gompute-fuzz-seed="$FUZZ_SEED" > "$out/cuda-fuzz-$day.log" 2>&1
+      grep -E "^(FAILED|E +Failed:|[0-9]+ (passed|failed))|element\(s\) differ|rejected without" \
+        "$out/cuda-fuzz-$day.log" | cut -c1-1500 | tail -40
     } > "$out/cuda-tests-$day.log" 2>&1
     grep -qE " failed| error" "$out/cuda-tests-$day.log" && status=1
     timeout 420 bash tests/hip_on_cuda/run.sh "$out/hip" .hipcarry > /dev/null 2>&1 || status=1
