@@ -187,6 +187,21 @@ def compare(got: np.ndarray, want: np.ndarray,
     return [int(j) for j in np.flatnonzero(far)]
 
 
+def disagreements(case: FuzzCase, fn: Any, kernel: Any
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[int]]:
+    """Run ``kernel`` (the case's zip of ``fn``) on the case's inputs where the oracle is
+    defined: ``(a, b, got, want, indices that disagree)``."""
+    a, b = inputs(case)
+    want, defined, computed_in = oracle(fn, a, b, case.Out)
+    # the kernel runs only where the oracle is defined: an undefined float-to-int cast
+    # is undefined behaviour in the compiled code too (LLVM may even loop forever)
+    a, b, want = a[defined], b[defined], want[defined]
+    computed_in = [t for t, d in zip(computed_in, defined, strict=True) if d]
+    got = np.zeros(a.size, case.Out)
+    kernel.run(a, b, got, None)
+    return a, b, got, want, compare(got, want, computed_in)
+
+
 def check_case(case: FuzzCase, directory: str, backend: str) -> str:
     """Run one case: ``"rejected"`` or ``"agreed"``; a test failure describing it otherwise."""
     import gompute_core as g
@@ -203,16 +218,8 @@ def check_case(case: FuzzCase, directory: str, backend: str) -> str:
         if exc.filename != where or not isinstance(exc.lineno, int):
             pytest.fail(f"rejected without a line of the kernel's file ({exc}): {repro}")
         return "rejected"
-    a, b = inputs(case)
-    want, defined, computed_in = oracle(fn, a, b, case.Out)
-    # the kernel runs only where the oracle is defined: an undefined float-to-int cast
-    # is undefined behaviour in the compiled code too (LLVM may even loop forever)
-    a, b, want = a[defined], b[defined], want[defined]
-    computed_in = [t for t, d in zip(computed_in, defined, strict=True) if d]
-    got = np.zeros(a.size, case.Out)
     with kernel:
-        kernel.run(a, b, got, None)
-    bad = compare(got, want, computed_in)
+        a, b, got, want, bad = disagreements(case, fn, kernel)
     if bad:
         shown = "; ".join(f"a={a[j]!r} b={b[j]!r}: got {got[j]!r} want {want[j]!r}"
                           for j in bad[:5])
