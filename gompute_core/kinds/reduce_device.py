@@ -54,9 +54,7 @@ def _define(spec: Any) -> tuple[Any, Any, Any]:
         t = u64(B.global_id(0))
         lo = t * chunk
         if lo < n:
-            hi = lo + chunk
-            if hi > n:
-                hi = n
+            hi = min(lo + chunk, n)
             acc = T(identity)
             for i in range(lo, hi):
                 acc = combine(acc, stage(data[i], p))
@@ -66,9 +64,7 @@ def _define(spec: Any) -> tuple[Any, Any, Any]:
         t = u64(B.global_id(0))
         lo = t * chunk
         if lo < n:
-            hi = lo + chunk
-            if hi > n:
-                hi = n
+            hi = min(lo + chunk, n)
             acc = data[lo]
             for i in range(lo + 1, hi):
                 acc = combine(acc, data[i])

@@ -79,9 +79,7 @@ def _define(spec: Any) -> tuple[Any, Any, Any, Any]:
         t = u64(B.global_id(0))
         lo = t * chunk
         if lo < n:
-            hi = lo + chunk
-            if hi > n:
-                hi = n
+            hi = min(lo + chunk, n)
             if inclusive != 0:
                 acc = stage(data[lo], p)
                 data[lo] = acc
@@ -101,9 +99,7 @@ def _define(spec: Any) -> tuple[Any, Any, Any, Any]:
         t = u64(B.global_id(0))
         lo = t * chunk
         if lo < n:
-            hi = lo + chunk
-            if hi > n:
-                hi = n
+            hi = min(lo + chunk, n)
             acc = data[lo]
             for i in range(lo + 1, hi):
                 acc = combine(acc, data[i])
@@ -114,9 +110,7 @@ def _define(spec: Any) -> tuple[Any, Any, Any, Any]:
         t = u64(B.global_id(0))
         lo = (t + 1) * chunk
         if lo < n:
-            hi = lo + chunk
-            if hi > n:
-                hi = n
+            hi = min(lo + chunk, n)
             carry = totals[t]
             for i in range(lo, hi):
                 data[i] = combine(carry, data[i])
