@@ -275,7 +275,7 @@ def main() -> None:
           f"prepared_async_call) | {t_launch / t_pycuda:.3f} | <= 1.0 |")
     print(f"| raw launch host overhead, us | {t_launch:.2f} | {t_cupy:.2f} (CuPy RawKernel) | "
           f"{t_launch / t_cupy:.3f} | < 1.0 |")
-    launcher = tiny._launcher.__self__  # the GpuLauncher whose launch() RawKernel calls
+    launcher = tiny._launcher  # the GpuLauncher RawKernel calls
     cu_launch, cfn, extra, cstream = (launcher._launch, launcher._fn, launcher._extra_ptr,
                                       tiny.device.stream.handle)
     t_floor = per_launch(lambda: cu_launch(cfn, 1, 1, 1, 256, 1, 1, 0, cstream, None, extra))

@@ -48,14 +48,15 @@ class MutantEntry:
     def __init__(self, inner: Any, kind: str, args: ArgBuffer) -> None:
         self.inner, self.kind, self.args = inner, kind, args
 
-    def __call__(self, grid: int, stream: Stream) -> None:
+    def __call__(self, grid: tuple[int, int, int], block: tuple[int, int, int],
+                 shared_bytes: int, stream: Stream) -> None:
         values = self.args.values
         if self.kind == "reduce":
             data, n, partials = values
             self.args.values = (data, max(n - 1, 1), partials)
-            self.inner(grid, stream)
+            self.inner(grid, block, shared_bytes, stream)
             return
-        self.inner(grid, stream)
+        self.inner(grid, block, shared_bytes, stream)
         out = values[_OUT[self.kind]]
         written = {"gather": values[3], "scatter": values[4]}.get(self.kind, values[-1])
         if written:
@@ -83,7 +84,7 @@ class MutantPlugin:
     @hookimpl
     def gompute_backend_info(self) -> BackendInfo:
         """Everything but scatter, f16 and f64."""
-        return BackendInfo(name="mutant", version="0", api_version=2,
+        return BackendInfo(name="mutant", version="0", api_version=3,
                            priority=1,
                            kinds=("map", "map_to", "zip", "map_indexed", "reduce", "gather"),
                            unsupported_types=("f16", "f64"))
@@ -260,7 +261,8 @@ class AsyncDevice(PackedPyDevice):
         entry = super()._load(artifact, kernel, args)
         delay = LONG_KERNEL_SLEEP if kernel.name == "gct_tier_spin" else 0.0
 
-        def launcher(grid: int, stream: AsyncStream) -> None:
+        def launcher(grid: tuple[int, int, int], block: tuple[int, int, int],
+                     shared_bytes: int, stream: AsyncStream) -> None:
             values = entry.values()  # resolved now: the core patches args for the next launch
             snapshot = copy.copy(entry)
             snapshot.args = SimpleNamespace(params=args.params, values=values)
@@ -268,7 +270,7 @@ class AsyncDevice(PackedPyDevice):
 
             def run() -> None:
                 time.sleep(delay)
-                PyEntry.__call__(snapshot, grid, stream)
+                PyEntry.__call__(snapshot, grid, block, shared_bytes, stream)
             (self.stream if BROKEN == "stream" else stream).submit(run)
         return launcher
 

@@ -42,13 +42,12 @@ from gompute_core.backend import (
     Device,
     DeviceInfo,
     ImmediateStream,
-    RawArgBuffer,
     Stream,
     hookimpl,
 )
 from gompute_core.errors import CompileFailed, InvalidArgument, NoDevice
 from gompute_core.ir.entry import BlockReduce, ElementLoop, IndexedMove
-from gompute_core.ir.kernel import KernelIR
+from gompute_core.ir.kernel import RAW, KernelIR
 from gompute_core.ir.nodes import StructType
 from gompute_core.raw import builtins
 from gompute_core.specs import Spec, registered_kernel, registered_spec
@@ -100,8 +99,9 @@ class PyEntry:
     def _call(self, fn: Any, *xs: Any) -> Any:
         return fn(*xs, self.args.params) if self._with_p else fn(*xs)
 
-    def __call__(self, grid: int, stream: Stream) -> None:
-        self.run(grid, self.values())
+    def __call__(self, grid: tuple[int, int, int], block: tuple[int, int, int],
+                 shared_bytes: int, stream: Stream) -> None:
+        self.run(grid[0], self.values())
 
     def run(self, grid: int, values: tuple[Any, ...]) -> None:
         """One launch over ``values`` (the entry's arguments, decoded)."""
@@ -167,7 +167,7 @@ class PyRawEntry:
 
     GEOMETRY = ("global_id", "local_id", "block_id", "block_dim", "grid_dim")
 
-    def __init__(self, fn: Any, kernel: KernelIR, args: RawArgBuffer) -> None:
+    def __init__(self, fn: Any, kernel: KernelIR, args: ArgBuffer) -> None:
         self.fn, self.args = fn, args
         self._params_at = next((k for k, (_, t) in enumerate(kernel.functions[-1].args)
                                 if isinstance(t, StructType)), -1)
@@ -205,17 +205,18 @@ class PackedPyEntry(PyEntry):
         super().__init__(spec, kernel, args)
         self.device, self.convert = device, convert
         layout = args.layout
-        self._leading = struct.Struct(layout.leading_format())
+        self._leading = struct.Struct(layout.packing_format())
         types = kernel.entry.arrays()  # type: ignore[union-attr]
         self._pointer_dtypes = [np.dtype(types[name])
                                 for name, arg in kernel.entry_args if arg == "pointer"]
 
-    def __call__(self, grid: int, stream: Stream) -> None:
+    def __call__(self, grid: tuple[int, int, int], block: tuple[int, int, int],
+                 shared_bytes: int, stream: Stream) -> None:
         if isinstance(stream, QueuedStream):  # a driver copies the argument bytes at launch
             raw = bytes(self.args.data)
-            stream.pending.append(lambda: self.run(grid, self.decode(raw)))
+            stream.pending.append(lambda: self.run(grid[0], self.decode(raw)))
         else:
-            super().__call__(grid, stream)
+            super().__call__(grid, block, shared_bytes, stream)
 
     def values(self) -> tuple[Any, ...]:
         return self.decode(bytes(self.args.data))
@@ -252,24 +253,20 @@ class PyDevice(Device):
         self.allocs += 1
         return PyBuffer(self, nbytes)
 
-    def _load(self, artifact: Artifact, kernel: KernelIR, args: ArgBuffer) -> PyEntry:
-        spec = registered_spec(kernel.name)
-        if spec is None or artifact.digest != kernel.digest():
+    def _load(self, artifact: Artifact, kernel: KernelIR,
+              args: ArgBuffer) -> PyEntry | PyRawEntry:
+        raw = kernel.kind == RAW
+        found = registered_kernel(kernel.name) if raw else registered_spec(kernel.name)
+        if found is None or artifact.digest != kernel.digest():
             raise InvalidArgument(f"artifact {artifact.entry!r} does not match kernel "
                                   f"{kernel.name!r}")
-        return PyEntry(spec, kernel, args)
+        if raw:
+            return PyRawEntry(found.fn, kernel, args)  # type: ignore[union-attr]
+        return PyEntry(found, kernel, args)  # type: ignore[arg-type]
 
     def borrow(self, host: np.ndarray) -> PyBuffer:
         """A buffer viewing ``host``'s memory (capability ``host_memory``)."""
         return PyBuffer(self, host.nbytes, host.reshape(-1).view(np.uint8))
-
-    def _load_raw(self, artifact: Artifact, kernel: KernelIR, args: RawArgBuffer
-                  ) -> PyRawEntry:
-        definition = registered_kernel(kernel.name)
-        if definition is None or artifact.digest != kernel.digest():
-            raise InvalidArgument(f"artifact {artifact.entry!r} does not match raw kernel "
-                                  f"{kernel.name!r}")
-        return PyRawEntry(definition.fn, kernel, args)
 
     def host_array(self, buf: PyBuffer, dtype: np.dtype) -> np.ndarray:
         """``buf``'s bytes as ``dtype`` elements."""
@@ -324,13 +321,12 @@ class PackedPyDevice(PyDevice):
                 return rest[:rest.size // dtype.itemsize * dtype.itemsize].view(dtype)
         raise InvalidArgument(f"no live buffer at device address {addr:#x}")
 
-    def _load_raw(self, artifact: Artifact, kernel: KernelIR, args: RawArgBuffer
-                  ) -> PyRawEntry:
-        raise InvalidArgument("the packed reference device runs no raw kernels")
-
     def _load(self, artifact: Artifact, kernel: KernelIR, args: ArgBuffer) -> PyEntry:
+        if kernel.kind == RAW:
+            raise InvalidArgument("the packed reference device runs no raw kernels")
         entry = super()._load(artifact, kernel, args)
-        return PackedPyEntry(entry.spec, kernel, args, self, self.params_converter(kernel))
+        return PackedPyEntry(entry.spec, kernel, args, self,  # type: ignore[union-attr]
+                             self.params_converter(kernel))
 
     def pinned(self, shape: Any, dtype: Any = np.uint8) -> np.ndarray:
         """Host memory is all this device has: an ordinary array is as fast as any."""
@@ -426,7 +422,7 @@ class PyBackend:
     """The test plugin; every knob is a constructor argument."""
 
     def __init__(self, name: str = "pytest", *, priority: int = 50, available: bool = True,
-                 reason: str = "", compile_error: str = "", api_version: int = 2,
+                 reason: str = "", compile_error: str = "", api_version: int = 3,
                  probe_error: str = "", unsupported_types: tuple[str, ...] = (),
                  host_memory: bool = True, packed: bool = False, devices: int = 1,
                  warnings: tuple[str, ...] = ()) -> None:

@@ -58,7 +58,7 @@ class BrokenEverywhere:
 
     @hookimpl
     def gompute_backend_info(self) -> BackendInfo:
-        return BackendInfo("broken", "0", 2, 999,
+        return BackendInfo("broken", "0", 3, 999,
                            ("map", "map_to", "zip", "map_indexed", "reduce", "gather",
                             "scatter"))
 
@@ -135,6 +135,21 @@ def test_a_plugin_of_another_api_version_is_refused_by_version(registry: None) -
             "section 11") in rec.error
     with pytest.raises(BackendUnavailable, match="written for plugin API 1"):
         g.Kernel(g.map(uname(), g.f32, None, lambda x: x), "oldie")
+    manager.register(PyBackend("fine"))
+    with g.Kernel(g.map(uname(), g.f32, None, lambda x: x + 1), "fine") as k:
+        np.testing.assert_array_equal(k.run(np.zeros(3, np.float32)), [1, 1, 1])
+
+
+def test_a_plugin_of_plugin_api_2_is_told_how_to_port(registry: None) -> None:
+    """API 2's launchers took ``(grid, stream)`` and raw kernels had their own ``_load_raw``:
+    a plugin still declaring 2 is refused naming both versions and the porting section, and
+    a current plugin beside it keeps working."""
+    rec = manager.register(PyBackend("two", api_version=2), "two")
+    assert not rec.loaded
+    assert rec.error == (f"the plugin implements plugin API version 2; this gompute-core "
+                         f"expects API version {PLUGIN_API_VERSION} (port it as plugins.md, "
+                         "section 11 'Porting a plugin from an earlier plugin API' describes)")
+    assert PLUGIN_API_VERSION == 3
     manager.register(PyBackend("fine"))
     with g.Kernel(g.map(uname(), g.f32, None, lambda x: x + 1), "fine") as k:
         np.testing.assert_array_equal(k.run(np.zeros(3, np.float32)), [1, 1, 1])

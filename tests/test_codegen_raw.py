@@ -2,7 +2,7 @@
 raw pointers, launch bounds exactly when a block is declared, shared arrays, geometry in
 64 bits), and that every example kernel (``tests/raw_examples.py``) compiles: NVRTC for
 CUDA, hiprtc for gfx90a/gfx1030 with the code object's kernarg layout equal to
-:func:`~gompute_core.backend.raw_arg_layout`, the HIP source through NVRTC (the
+:func:`~gompute_core.backend.signature_layout`, the HIP source through NVRTC (the
 HIP-on-CUDA fixture), and source given as is (``from_source``). No GPU needed.
 """
 
@@ -13,7 +13,7 @@ import re
 import pytest
 from raw_examples import EXAMPLES
 
-from gompute_core.backend import raw_arg_layout
+from gompute_core.backend import signature_layout
 from gompute_core.codegen import CRenderer
 from gompute_core.compilation import compile_kernel
 from gompute_core.errors import BackendUnavailable
@@ -160,7 +160,7 @@ def test_hip_compiles_with_hiprtc_to_the_raw_abi(name: str, arch: str) -> None:
     meta = read_code_object(art.image).kernel(kernel.name)
     if kir.block is not None:
         assert meta.max_flat_workgroup_size == kir.block[0] * kir.block[1] * kir.block[2]
-    layout = raw_arg_layout(kernel.signature)
+    layout = signature_layout(kernel.signature)
     explicit = meta.explicit_args
     assert [(a.offset, a.size) for a in explicit] == [(s.offset, s.size) for s in layout.slots]
     for arg, slot in zip(explicit, layout.slots, strict=True):

@@ -115,7 +115,7 @@ def test_a_kernel_with_an_empty_params_class_compiles_without_a_params_argument(
     art = g.compile(spec, "cuda", arch="sm_90")
     layout = arg_layout(spec.lower())
     assert layout.params_offset == -1
-    assert kernel_params(art.image, spec.name) == [(i, 8 * i, 8) for i in range(layout.leading)]
+    assert kernel_params(art.image, spec.name) == [(i, 8 * i, 8) for i in range(len(layout.slots))]
 
 
 def test_compile_errors_are_typed() -> None:

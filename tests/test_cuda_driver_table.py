@@ -120,12 +120,12 @@ def test_run_and_launch_pass_the_packed_arguments_in_our_context(env: dict[str, 
 
 def test_raw_launcher_opts_in_to_the_shared_memory_maximum(env: dict[str, str]) -> None:
     out = _run(env, '''
-        from gompute_core.backend import RawArgBuffer, raw_arg_layout
+        from gompute_core.backend import ArgBuffer, signature_layout
         from gompute_core.ir.nodes import PointerType
         art = g.compile(SPEC, "cuda", arch="sm_90")
         dev = manager.open_device("cuda", 0)
-        args = RawArgBuffer(raw_arg_layout((("x", PointerType(g.f32)), ("n", g.u64))))
-        launch = dev._load_raw(art, None, args)  # cuFuncSetAttribute refuses another size
+        args = ArgBuffer(signature_layout((("x", PointerType(g.f32)), ("n", g.u64))))
+        launch = dev._load(art, None, args)  # cuFuncSetAttribute refuses another size
         buf = dev.alloc(400)
         buf.fill(0)
         args.pack(buf.addr, 100)

@@ -142,3 +142,33 @@ def test_raw_kernels_use_the_same_check() -> None:
         out = np.empty(8, np.float32)
         buf.download(out)
         np.testing.assert_array_equal(out, np.arange(8, dtype=np.float32) * 2)
+
+
+@g.raw_kernel
+def limits_many_scalars(data: g.GlobalPtr[g.f64], n: g.u64, a: g.f64, b: g.f64, c: g.f64,
+                        d: g.f64, e: g.f64, f: g.f64, h: g.f64):
+    i = B.global_id(0)
+    if i < n:
+        data[i] = a + b + c + d + e + f + h
+
+
+def test_raw_kernel_arguments_are_checked_against_the_device_like_a_specs(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """One argument layout for spec and raw entries, so one check of its size: a raw
+    kernel whose arguments exceed ``max_argument_bytes`` fails when it is loaded, naming
+    the bytes and the limit; within the limit it runs."""
+    with manager.isolated():
+        manager.register(PyBackend("argbytes"))
+        monkeypatch.setattr(PyDevice, "max_argument_bytes", 64)
+        with pytest.raises(InvalidArgument, match=r"limits_many_scalars: its arguments take "
+                                                  r"72 bytes; argbytes device 0 passes at "
+                                                  r"most 64 bytes per launch"):
+            g.RawKernel(limits_many_scalars, "argbytes")
+        monkeypatch.setattr(PyDevice, "max_argument_bytes", 72)
+        raw = g.RawKernel(limits_many_scalars, "argbytes")
+        buf = raw.alloc(4, g.f64)
+        raw.launch(1, 4, [buf, 4, *(float(v) for v in range(1, 8))])
+        raw.synchronize()
+        out = np.empty(4, np.float64)
+        buf.download(out)
+        np.testing.assert_array_equal(out, np.full(4, 28.0))

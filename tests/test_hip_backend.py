@@ -184,7 +184,7 @@ def test_argument_buffer_places_the_packed_params() -> None:
     e = entry("map_f32")
     kir = e.spec().lower()
     layout = arg_layout(kir)
-    assert [s.kind for s in layout.slots] == ["pointer", "u64", "params"]
+    assert [s.kind for s in layout.slots] == ["pointer", "scalar", "params"]
     p_slot = layout.slots[-1]
     assert p_slot.offset % kir.params.layout.align == 0
     assert p_slot.size == kir.params.layout.size

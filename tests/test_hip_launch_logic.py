@@ -227,7 +227,7 @@ def test_raw_launcher_passes_the_geometry_shared_bytes_and_packed_arguments() ->
     as given, and the C-ABI bytes of its arguments (scalars at their own size and
     alignment, the params record by value)."""
     from gompute_core.abi import struct_type_of
-    from gompute_core.backend import RawArgBuffer, raw_arg_layout
+    from gompute_core.backend import ArgBuffer, signature_layout
     from gompute_core.ir.nodes import PointerType, StructType
 
     @g.params
@@ -240,9 +240,9 @@ def test_raw_launcher_passes_the_geometry_shared_bytes_and_packed_arguments() ->
     assert isinstance(sig[3][1], StructType)
     hip = RecordingHip()
     device = RecordingDevice(hip)
-    args = RawArgBuffer(raw_arg_layout(sig))
+    args = ArgBuffer(signature_layout(sig))
     artifact = Artifact("hip", b"raw image", "hsaco", "raw_rec", "gfx90a", "")
-    launcher = device._load_raw(artifact, None, args)  # type: ignore[arg-type]
+    launcher = device._load(artifact, None, args)  # type: ignore[arg-type]
     args.pack(0x7000_0000_0100, -5, 1.5)
     args.set_params(pack(RawLaunchParams(a=np.float32(2), flag=True)))
     launcher((3, 2, 1), (16, 8, 2), 512, device.stream)

@@ -355,7 +355,7 @@ def test_packed_binder_fast_path_refuses_read_only_where_written() -> None:
     writes: that goes to the full check, which refuses it; a read pointer takes it."""
     from pybackend import PyBackend
 
-    from gompute_core.backend import RawArgBuffer, raw_arg_layout
+    from gompute_core.backend import ArgBuffer, signature_layout
     from gompute_core.ir.nodes import PointerType
     from gompute_core.plugins import manager
     from gompute_core.raw.binding import PackedBinder
@@ -365,7 +365,7 @@ def test_packed_binder_fast_path_refuses_read_only_where_written() -> None:
         device = manager.open_device("pybind", 0)
         f32 = np.dtype(np.float32)
         signature = (("x", PointerType(np.float32)), ("out", PointerType(np.float32)))
-        args = RawArgBuffer(raw_arg_layout(signature))
+        args = ArgBuffer(signature_layout(signature))
         checked: list[str] = []
 
         def converter(name: str) -> object:

@@ -70,7 +70,9 @@ def test_entry_layout_follows_the_kind() -> None:
     for s in one_of_each():
         layout = arg_layout(s.lower())
         assert [(slot.name, slot.kind) for slot in layout.slots] == \
-            list(s.kind_object.entry_args)
+            [(name, "pointer" if arg == "pointer" else "scalar")
+             for name, arg in s.kind_object.entry_args]
+        assert all(slot.size == 8 and slot.code == "Q" for slot in layout.slots)
 
 
 def test_unknown_kind_is_named() -> None:
@@ -141,7 +143,7 @@ def test_launch_and_run_are_the_kinds_front_ends(host_memory: bool) -> None:
 # ---------------------------------------------------------------- kernel features (step 2)
 def info(kinds_: tuple[str, ...] = (), features: tuple[str, ...] | None = None) -> BackendInfo:
     """A ``BackendInfo`` declaring ``kinds_`` (deprecated) and ``features``."""
-    return BackendInfo("feat", "0", 2, 1, kinds_, features=features)
+    return BackendInfo("feat", "0", 3, 1, kinds_, features=features)
 
 
 def test_features_decide_the_kinds() -> None:

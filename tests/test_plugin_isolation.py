@@ -36,7 +36,7 @@ def _maybe(hook):
 @hookimpl
 def gompute_backend_info():
     _maybe("gompute_backend_info")
-    return BackendInfo(NAME, "0.1", API or 2, 1, ("map",))
+    return BackendInfo(NAME, "0.1", API or 3, 1, ("map",))
 
 
 @hookimpl
@@ -83,12 +83,14 @@ def gompute_device(backend, ordinal):
     raise RuntimeError("an API 1 plugin must never be asked for a device")
 '''
 
-ECHO_PLUGIN = GOOD_PLUGIN.replace("API or 2", "PLUGIN_API_VERSION").replace(
+ECHO_PLUGIN = GOOD_PLUGIN.replace("API or 3", "PLUGIN_API_VERSION").replace(
     "import Availability", "import PLUGIN_API_VERSION, Availability")
 
 PLUGINS = {
     # distribution: (entry point name, module source)
     "gp-newer": ("newer", GOOD_PLUGIN.format(name="newer", api=99, broken="")),
+    # the current hooks, declaring the previous API (launchers of API 2 took (grid, stream))
+    "gp-api2": ("apitwo", GOOD_PLUGIN.format(name="apitwo", api=2, broken="")),
     "gp-noimport": ("noimport", "raise ImportError('gp-noimport needs libnothing.so')\n"),
     "gp-badinfo": ("badinfo", GOOD_PLUGIN.format(name="badinfo", api=0,
                                                  broken="gompute_backend_info")),
@@ -175,12 +177,15 @@ def test_gompute_info_reports_each(site: Path) -> None:
 
 
 API1_REFUSAL = ("the plugin was written for plugin API 1 (it implements gompute_compile(request)); "
-                "this gompute-core implements plugin API 2: port it as plugins.md, section 11 "
-                "'Porting a plugin from plugin API 1' describes")
+                "this gompute-core implements plugin API 3: port it as plugins.md, section 11 "
+                "'Porting a plugin from an earlier plugin API' describes")
+API2_REFUSAL = ("the plugin implements plugin API version 2; this gompute-core expects API "
+                "version 3 (port it as plugins.md, section 11 'Porting a plugin from an "
+                "earlier plugin API' describes)")
 ECHO_REFUSAL = ("gompute_backend_info sets api_version from the core's PLUGIN_API_VERSION, "
                 "which always equals the installed core's version, so a mismatch could never "
                 "be detected: write the plugin API version the plugin was written for as a "
-                "number (api_version=2 for this core), see plugins.md, section 4")
+                "number (api_version=3 for this core), see plugins.md, section 4")
 
 EXPECTED = {
     "newer": ("BackendUnavailable", "plugin API version 99"),
@@ -193,6 +198,7 @@ EXPECTED = {
     "apione": ("BackendUnavailable", API1_REFUSAL),
     "apiecho": ("BackendUnavailable", API1_REFUSAL),
     "echo": ("BackendUnavailable", ECHO_REFUSAL),
+    "apitwo": ("BackendUnavailable", API2_REFUSAL),
 }
 
 

@@ -2,8 +2,8 @@
 against NumPy (``tests/raw_examples.py``): OpenCL runs here (PoCL); CUDA, HIP and
 ``hip_nvrtc`` (HIP source through NVRTC on an NVIDIA GPU) where their devices exist.
 
-The launch goes through the device contract directly (``_load_raw`` and a
-:class:`~gompute_core.backend.RawArgBuffer` packed as the core packs it), so these
+The launch goes through the device contract directly (``_load`` and a
+:class:`~gompute_core.backend.ArgBuffer` packed as the core packs it), so these
 tests check each backend's half of raw kernels on its own.
 """
 
@@ -19,7 +19,7 @@ import pytest
 from raw_examples import EXAMPLES
 
 from gompute_core.abi import pack
-from gompute_core.backend import RawArgBuffer, raw_arg_layout
+from gompute_core.backend import ArgBuffer, signature_layout
 from gompute_core.compilation import compile_artifact
 from gompute_core.errors import BackendUnavailable, UnsupportedBackend
 from gompute_core.ir.nodes import PointerType, StructType
@@ -77,8 +77,8 @@ def run_raw(backend: str, kernel: Any, grid: Any, block: Any, shared: int,
     device = _device_or_skip(backend)
     kir = kernel.lower()
     artifact = compile_artifact(CompileRequest(backend, kir, device.arch))
-    args = RawArgBuffer(raw_arg_layout(kernel.signature))
-    launcher = device._load_raw(artifact, kir, args)
+    args = ArgBuffer(signature_layout(kernel.signature))
+    launcher = device._load(artifact, kir, args)
     buffers, packed, params = [], [], b""
     for (_, t), v in zip(kernel.signature, values, strict=True):
         if isinstance(t, PointerType):
@@ -127,8 +127,8 @@ def test_two_pointers_to_one_buffer_alias(backend: str) -> None:
     device = _device_or_skip(backend)
     kir = example.kernel.lower()
     artifact = compile_artifact(CompileRequest(backend, kir, device.arch))
-    args = RawArgBuffer(raw_arg_layout(example.kernel.signature))
-    launcher = device._load_raw(artifact, kir, args)
+    args = ArgBuffer(signature_layout(example.kernel.signature))
+    launcher = device._load(artifact, kir, args)
     buf = device.alloc(x.nbytes)
     buf.upload(x)
     args.pack(buf.addr, buf.addr, buf.addr, 1000)

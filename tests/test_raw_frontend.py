@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import gompute_core as g
-from gompute_core.backend import RawArgBuffer, raw_arg_layout
+from gompute_core.backend import ArgBuffer, signature_layout
 from gompute_core.errors import InvalidArgument, KernelSyntaxError
 from gompute_core.ir import nodes as ir
 from gompute_core.ir.uniformity import varying_names
@@ -245,7 +245,7 @@ def test_raw_argument_layout_is_the_c_struct() -> None:
 
     signature = (("p0", ir.PointerType(np.float32)), ("c", np.uint8), ("x", np.float32),
                  ("p", struct_type_of(P)), ("h", np.float16), ("q", ir.PointerType(np.int8)))
-    layout = raw_arg_layout(signature)
+    layout = signature_layout(signature)
 
     class C(ctypes.Structure):
         _fields_ = [("p0", ctypes.c_uint64), ("c", ctypes.c_uint8), ("x", ctypes.c_float),
@@ -255,7 +255,7 @@ def test_raw_argument_layout_is_the_c_struct() -> None:
 
     assert [s.offset for s in layout.slots] == [getattr(C, n).offset for n, _ in signature]
     assert layout.size == C.q.offset + 8
-    buf = RawArgBuffer(layout)
+    buf = ArgBuffer(layout)
     buf.pack(0x1122334455667788, 7, 1.5, 0.25, 0xABC)
     buf.set_params(pack(P(a=np.uint8(9), b=np.float64(2.0))))
     c = C.from_buffer_copy(bytes(buf.data[:ctypes.sizeof(C)]))

@@ -162,7 +162,7 @@ class StaleCompiler(Compiler):
 
 @hookimpl
 def gompute_backend_info():
-    return BackendInfo("stale", "0.1", 2, 1, ("map",))
+    return BackendInfo("stale", "0.1", 3, 1, ("map",))
 
 
 @hookimpl

@@ -46,15 +46,15 @@ if TYPE_CHECKING:  # at run time the SDK's classes load on first use (a plugin's
     from ..abi.entry_args import (
         ArgBuffer,
         ArgLayout,
-        RawArgBuffer,
         Slot,
         arg_layout,
+        entry_signature,
         has_params,
-        raw_arg_layout,
+        signature_layout,
     )
     from .buffer import Buffer
     from .compiler import Built, Compiler, backend_identity
-    from .device import CAPABILITIES, CAPABILITY_METHODS, Device, Launcher, RawLauncher
+    from .device import CAPABILITIES, CAPABILITY_METHODS, Device, Launcher
     from .launch_params import ParamsCache
     from .pinning import HostPinning, pinned_array
     from .storage import (
@@ -70,12 +70,12 @@ if TYPE_CHECKING:  # at run time the SDK's classes load on first use (a plugin's
 _LAZY = {
     "ArgBuffer": "..abi.entry_args", "ArgLayout": "..abi.entry_args",
     "Slot": "..abi.entry_args", "arg_layout": "..abi.entry_args",
-    "has_params": "..abi.entry_args", "RawArgBuffer": "..abi.entry_args",
-    "raw_arg_layout": "..abi.entry_args",
+    "has_params": "..abi.entry_args", "entry_signature": "..abi.entry_args",
+    "signature_layout": "..abi.entry_args",
     "Buffer": "buffer", "Built": "compiler", "Compiler": "compiler",
     "backend_identity": "compiler",
     "CAPABILITIES": "device", "CAPABILITY_METHODS": "device",
-    "Device": "device", "Launcher": "device", "RawLauncher": "device",
+    "Device": "device", "Launcher": "device",
     "ParamsCache": "launch_params", "HostPinning": "pinning", "pinned_array": "pinning",
     "cache_root": "storage", "clear_squatter": "storage", "private_cache_dir": "storage",
     "warn_dropped": "storage",
@@ -103,10 +103,10 @@ __all__ = [
     "Built", "Compiler", "backend_identity",
     # the device, its buffers and queues
     "CAPABILITIES", "CAPABILITY_METHODS", "Buffer", "Device", "Event", "Graph", "GraphExec",
-    "ImmediateEvent", "ImmediateStream", "Launcher", "RawLauncher", "Stream",
+    "ImmediateEvent", "ImmediateStream", "Launcher", "Stream",
     # the argument buffers
-    "ArgBuffer", "ArgLayout", "ParamsCache", "RawArgBuffer", "Slot", "arg_layout",
-    "has_params", "raw_arg_layout",
+    "ArgBuffer", "ArgLayout", "ParamsCache", "Slot", "arg_layout", "entry_signature",
+    "has_params", "signature_layout",
     # host memory and files
     "HostPinning", "pinned_array", "cache_root", "clear_squatter", "private_cache_dir",
     "warn_dropped",

@@ -4,19 +4,23 @@ A backend's device subclasses :class:`Device` and implements:
 
 * ``_alloc(nbytes) -> Buffer`` — raw allocation (``nbytes`` already checked);
 * ``_load(artifact, kernel, args) -> launcher`` — load the artifact's entry
-  point and return a callable ``launcher(grid, stream)`` that launches it
-  with ``grid`` blocks of ``kernel.block_size`` threads on ``stream``, reading
-  its arguments from ``args`` (an :class:`~gompute_core.backend.ArgBuffer`
-  the core patches before each call);
+  point and return a callable ``launcher(grid, block, shared_bytes, stream)``
+  that launches it with ``grid`` blocks of ``block`` threads (each an ``(x, y,
+  z)`` tuple) and ``shared_bytes`` of dynamic shared memory on ``stream``,
+  reading its arguments from ``args`` (an :class:`~gompute_core.backend.ArgBuffer`
+  laid out by :func:`~gompute_core.backend.arg_layout`, which the core patches
+  before each call);
 * ``synchronize()`` and the ``stream`` property (the default stream).
 
-Raw kernels (the ``"raw"`` kernel feature in ``BackendInfo.features``): ``_load_raw(artifact,
-kernel, args) -> launcher(grid, block, shared_bytes, stream)`` with ``args`` a
-:class:`~gompute_core.backend.RawArgBuffer`; the core checks the grid, the
-block (against the kernel's declared shape and :meth:`Device.check_launch`: ``max_block_dims``,
-``max_block_threads``), ``shared_bytes`` (against ``max_shared_bytes``) and every argument
-first. A spec's fixed ``block_size`` goes through the same :meth:`Device.check_launch` when
-the spec is loaded (:meth:`Device.check_kernel`).
+Spec and raw kernels share that one launch primitive: a spec kernel's launch is
+``launcher((blocks, 1, 1), (block_size, 1, 1), 0, stream)``; ``kernel.kind`` is
+``"raw"`` for a raw kernel (the ``"raw"`` kernel feature in ``BackendInfo.features``).
+The core checks every launch's geometry before the backend sees it: a raw kernel's
+grid, block (against the kernel's declared shape and :meth:`Device.check_launch`:
+``max_block_dims``, ``max_block_threads``), ``shared_bytes`` (against
+``max_shared_bytes``) and every argument at each launch; a spec's fixed
+``block_size`` through the same :meth:`Device.check_launch` when the spec is loaded
+(:meth:`Device.check_kernel`), its grid by construction.
 
 Optional, each declared in ``capabilities`` when present: ``create_stream``
 and ``create_event`` (``"streams"``, ``"events"``), graph capture on streams
@@ -50,7 +54,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from ..abi.entry_args import ArgBuffer, RawArgBuffer, arg_layout
+from ..abi.entry_args import ArgBuffer, ArgLayout, arg_layout
 from ..errors import (
     AllocFailed,
     InvalidArgument,
@@ -66,11 +70,8 @@ from .streams import Event, Stream
 if TYPE_CHECKING:
     from ..kinds.program import KernelProgram
 
-Launcher = Callable[[int, "Stream"], None]
-"""``launcher(grid, stream)``: one launch of a loaded entry point with the current args."""
-
-RawLauncher = Callable[[tuple[int, int, int], tuple[int, int, int], int, "Stream"], None]
-"""``launcher(grid, block, shared_bytes, stream)``: one launch of a loaded raw kernel with
+Launcher = Callable[[tuple[int, int, int], tuple[int, int, int], int, "Stream"], None]
+"""``launcher(grid, block, shared_bytes, stream)``: one launch of a loaded entry point with
 the current args (grid and block as ``(x, y, z)``, already checked by the core)."""
 
 CAPABILITIES = frozenset({"streams", "events", "graphs", "pinned_memory", "host_memory",
@@ -180,7 +181,9 @@ class Device(ABC):
 
     @abstractmethod
     def _load(self, artifact: Artifact, kernel: KernelIR, args: ArgBuffer) -> Launcher:
-        """Load ``artifact``'s entry (cache modules per image) and return its launcher."""
+        """Load ``artifact``'s entry (cache modules per image) and return its launcher
+        (``launcher(grid, block, shared_bytes, stream)``); ``kernel.kind`` is ``"raw"``
+        for a raw kernel."""
 
     @abstractmethod
     def synchronize(self) -> None:
@@ -192,11 +195,6 @@ class Device(ABC):
         """The default stream (programs launch there unless given another)."""
 
     # ---- optional, with defaults -----------------------------------------------------------
-    def _load_raw(self, artifact: Artifact, kernel: KernelIR, args: RawArgBuffer
-                  ) -> RawLauncher:
-        """Load a raw kernel's entry (``kernel.kind == "raw"``) and return its launcher."""
-        raise Unsupported(f"backend {self.backend!r} does not run raw kernels")
-
     def max_grid_blocks(self, block_size: int) -> int:
         """Most blocks an elementwise launch uses (the entries loop grid-stride): enough to
         fill the device a few times over."""
@@ -328,18 +326,18 @@ class Device(ABC):
                           f"{kernel.block_size})", (kernel.block_size, 1, 1))
         self.check_arguments(kernel)
 
-    def check_arguments(self, kernel: KernelIR) -> None:
-        """``InvalidArgument`` when ``kernel``'s entry arguments (pointers, counts and the
-        params struct) exceed what one launch of this device may pass."""
+    def check_arguments(self, kernel: KernelIR, layout: ArgLayout | None = None) -> None:
+        """``InvalidArgument`` when ``kernel``'s entry arguments (``layout``, by default
+        :func:`arg_layout`'s: a spec's pointers, counts and params struct; a raw kernel's
+        signature) exceed what one launch of this device may pass."""
         limit = self.max_argument_bytes
-        size = arg_layout(kernel).size
+        size = (layout or arg_layout(kernel)).size
         if limit is not None and size > limit:
-            params = kernel.params.name if kernel.params is not None else "none"
+            what = f" (params struct {kernel.params.name})" if kernel.params is not None else ""
             raise InvalidArgument(
-                f"{kernel.name}: its arguments take {size} bytes (params struct {params}); "
-                f"{self.backend} device {self.ordinal} passes at most {limit} bytes per launch "
-                "(move large tables into a buffer and pass it to a raw kernel, or shrink the "
-                "params)")
+                f"{kernel.name}: its arguments take {size} bytes{what}; {self.backend} device "
+                f"{self.ordinal} passes at most {limit} bytes per launch (move large tables "
+                "into a buffer and pass it to a raw kernel, or shrink the params)")
 
     def has(self, capability: str) -> bool:
         """True when the device declares ``capability`` (see :data:`CAPABILITIES`)."""

@@ -1,6 +1,6 @@
 """The entry point of a raw kernel: its own function rendered as the ``extern "C"`` kernel.
 
-The signature is the kernel's own, in order (:func:`gompute_core.backend.raw_arg_layout`
+The signature is the kernel's own, in order (:func:`gompute_core.backend.signature_layout`
 is its C ABI): a ``g.GlobalPtr[T]`` is a pointer to ``T``'s storage type in the
 dialect's global address space, never ``restrict`` (a launch may pass one buffer
 for two pointers); a scalar is passed in its storage type (``bool`` as a ``u8``,

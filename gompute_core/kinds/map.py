@@ -49,22 +49,22 @@ def _launch_map(prog: Any, buf: Buffer, n: int, p: Any = None) -> None:
                 ok = False
             if prog._host:
                 prog.args.values = (prog._operand(buf, "buf", n, "T"), n)
-                prog._launcher(prog.grid(n), prog._stream)
+                prog._launcher(prog.grid3(n), prog._block, 0, prog._stream)
                 return
             if not ok:  # a foreign array: its streams are ordered around the launch
                 probe = prog._probes.get(type(buf))
                 prog._pack(prog._data, 0, prog._other(buf, "buf", n, "T") if probe is None
                            else prog._probed(buf, probe, "buf", n, prog._t_dtype, True), n)
                 try:
-                    prog._launcher(prog._last_grid if n == prog._last_n else
-                                   prog.grid(n), prog._stream)
+                    prog._launcher(prog._last_grid3 if n == prog._last_n else
+                                   prog.grid3(n), prog._block, 0, prog._stream)
                 finally:
                     if prog._signals:
                         prog._signal()
                 return
             prog._pack(prog._data, 0, buf.addr, n)
-            prog._launcher(prog._last_grid if n == prog._last_n else prog.grid(n),
-                           prog._stream)
+            prog._launcher(prog._last_grid3 if n == prog._last_n else prog.grid3(n),
+                           prog._block, 0, prog._stream)
 
 
 def _run_map(k: Any, data: Any, p: Any = None) -> Any:

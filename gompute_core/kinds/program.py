@@ -72,8 +72,10 @@ class KernelProgram:
         self._packs = device.packs_arguments
         self._host = not device.packs_arguments
         self.entry = device._load(artifact, kernel, self.args)
-        """The backend's launcher for this kernel (``entry(grid, stream)``)."""
+        """The backend's launcher for this kernel (``entry(grid, block, shared_bytes,
+        stream)``: the launch primitive raw kernels share)."""
         self._launcher = self.entry
+        self._block = (kernel.block_size, 1, 1)
         self._stream: Stream = device.stream
         self._lock = threading.Lock()
         self._params = ParamsCache(kernel, bytes if self._packs else
@@ -83,7 +85,7 @@ class KernelProgram:
         self._size = {role: d.itemsize for role, d in self.dtypes.items()}
         self._max_blocks = device.max_grid_blocks(kernel.block_size)
         self._per_block = self.kind.per_block(kernel)
-        self._last_n, self._last_grid = -1, 1
+        self._last_n, self._last_grid, self._last_grid3 = -1, 1, (1, 1, 1)
         self._t_size = self._size.get("T", 0)
         self._pack = self.args.pack_into
         self._data = self.args.data
@@ -127,9 +129,15 @@ class KernelProgram:
         """Blocks of an elementwise launch over ``count`` elements on this device."""
         if count != self._last_n:
             blocks = -(-count // self._per_block)
-            self._last_grid = max(1, min(blocks, self._max_blocks))
+            self._last_grid = grid = max(1, min(blocks, self._max_blocks))
+            self._last_grid3 = (grid, 1, 1)
             self._last_n = count
         return self._last_grid
+
+    def grid3(self, count: int) -> tuple[int, int, int]:
+        """:meth:`grid` as the launcher's ``(x, 1, 1)``."""
+        self.grid(count)
+        return self._last_grid3
 
     def move_grid(self, count: int) -> int:
         """Blocks of a gather/scatter launch over ``count`` indices (one per thread)."""
@@ -189,7 +197,7 @@ class KernelProgram:
                 self.args.pack(*values)
             else:
                 self.args.values = values
-            self._launcher(grid, stream)
+            self._launcher((grid, 1, 1), self._block, 0, stream)
 
     def _go(self, grid: int, values: tuple[Any, ...]) -> None:
         """Patch the arguments and launch on the program's stream (lock held); then make
@@ -199,7 +207,7 @@ class KernelProgram:
         else:
             self.args.values = values
         try:
-            self._launcher(grid, self._stream)
+            self._launcher((grid, 1, 1), self._block, 0, self._stream)
         finally:
             if self._signals:
                 self._signal()

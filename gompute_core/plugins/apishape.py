@@ -1,7 +1,7 @@
 """Which plugin API a plugin was written for, read from the hooks it implements.
 
 A plugin states the API version it was written for as a literal in its
-``BackendInfo`` (``api_version=2``). Two checks keep that statement honest:
+``BackendInfo`` (``api_version=3``). Two checks keep that statement honest:
 
 * the *shape* of its hooks: API 1 hooks took the backend name
   (``gompute_probe(backend)``, ``gompute_device(backend, ordinal)``) and
@@ -23,8 +23,8 @@ from typing import Any
 
 from .records import PLUGIN_API_VERSION
 
-PORTING_SECTION = "plugins.md, section 11 'Porting a plugin from plugin API 1'"
-"""Where a refused API-1 plugin is sent."""
+PORTING_SECTION = "plugins.md, section 11 'Porting a plugin from an earlier plugin API'"
+"""Where a refused plugin of an earlier API is sent."""
 
 VERSION_SECTION = "plugins.md, section 4 ('api_version')"
 """Where a plugin echoing the core's version is sent."""

@@ -7,7 +7,7 @@ implementations directly (never a broadcast through ``pm.hook``): a plugin
 answers only for the backend it describes, and one plugin raising or
 misbehaving cannot affect another. ``gompute_backend_info``,
 ``gompute_probe``, ``gompute_compiler`` and ``gompute_device`` are all
-required. Plugin API version 2 (:data:`~gompute_core.plugins.records.PLUGIN_API_VERSION`).
+required. Plugin API version 3 (:data:`~gompute_core.plugins.records.PLUGIN_API_VERSION`).
 """
 
 from __future__ import annotations

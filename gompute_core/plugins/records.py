@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # records stay importable without NumPy (the registry imports them)
     from ..ir.kernel import KernelIR, Kind
 
-PLUGIN_API_VERSION = 2
+PLUGIN_API_VERSION = 3
 """The version of the contract a plugin implements (hooks, ``gompute_core.backend`` base
 classes). A plugin declaring another version is refused with both versions named.
 1: four broadcast hooks, each backend its own per-kind programs; 2: routed hooks,

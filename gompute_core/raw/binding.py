@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from ..abi.entry_args import RawArgBuffer
+from ..abi.entry_args import ArgBuffer
 from ..types import is_int
 
 
@@ -34,7 +34,7 @@ class PackedBinder:
     is that function's text."""
 
     def __init__(self, slot_kinds: Sequence[str], converters: Sequence[Callable[[Any], Any]],
-                 dtypes: Sequence[Any], device: Any, args: RawArgBuffer,
+                 dtypes: Sequence[Any], device: Any, args: ArgBuffer,
                  check_bounds: Callable[[list[Any]], None] | None) -> None:
         names = [f"a{k}" for k in range(len(slot_kinds))]
         # Buffer subclasses met so far: the fast test's ``isinstance(a, Buffer)`` without the

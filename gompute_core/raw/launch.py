@@ -8,7 +8,8 @@ against the signature (a ``float64`` where an ``f32`` is declared is an
 ``InvalidArgument`` naming the argument's index and name: never a silent
 reinterpretation), buffers of another device or freed, and the element
 counts the kernel declares as bounds. The backend only loads the artifact
-and launches (:meth:`~gompute_core.backend.Device._load_raw`).
+and launches (:meth:`~gompute_core.backend.Device._load`, the launch primitive spec
+kernels share).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import numpy as np
 
 from ..abi import pack
 from ..abi.codecs import float_in_range, int_in_range
-from ..abi.entry_args import RawArgBuffer, raw_arg_layout
+from ..abi.entry_args import ArgBuffer, signature_layout
 from ..backend.buffer import Buffer
 from ..compilation import compile_artifact
 from ..errors import InvalidArgument, KernelNotFound, Unsupported
@@ -218,7 +219,8 @@ class RawKernel:
         declared = "" if self.block is None else f" (declared block={self.block})"
         dev.check_launch(f"raw kernel {self.name!r}{declared}", self.block or (1, 1, 1), 0,
                          self._static_shared)  # a kernel no launch could run fails here
-        self.args = RawArgBuffer(raw_arg_layout(slots))
+        self.args = ArgBuffer(signature_layout(slots))
+        dev.check_arguments(kir, self.args.layout)
         self._convert = [self._converter(k, name, t) for k, (name, t) in enumerate(slots)]
         self._bounds = [(self._index(b.ptr), b) for b in bounds]
         self._geometry: dict[tuple[Any, ...], tuple[Any, Any, int]] = {}
@@ -240,7 +242,7 @@ class RawKernel:
                                       self._check_bounds if self._bounds else None).bind
         elif params_class is not None:
             self._params_of = dev.params_converter(kir)
-        self._launcher = dev._load_raw(artifact, kir, self.args)
+        self._launcher = dev._load(artifact, kir, self.args)
         self._faults: FaultRecord | None = None
         if sites is not None:
             self._faults = FaultRecord(self.name, dev, sites)

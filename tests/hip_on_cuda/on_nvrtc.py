@@ -99,7 +99,7 @@ class HipOnNvrtcPlugin:
     @hookimpl
     def gompute_backend_info(self) -> BackendInfo:
         """Every kind and type, lowest priority (never picked by ``AutoKernel`` first)."""
-        return BackendInfo(name=NAME, version=__version__, api_version=2,
+        return BackendInfo(name=NAME, version=__version__, api_version=3,
                            priority=1, kinds=(), features=FEATURES,
                            description="HIP-rendered source compiled by NVRTC, run on CUDA")
 

@@ -23,11 +23,10 @@ from gompute_core.backend import (
     Device,
     ImmediateEvent,
     ImmediateStream,
-    RawArgBuffer,
     Stream,
 )
 from gompute_core.errors import ModuleLoadFailed
-from gompute_core.ir.kernel import KernelIR
+from gompute_core.ir.kernel import RAW, KernelIR
 
 from .params import HostParams
 from .program import CpuEntry, RawEntry
@@ -88,19 +87,13 @@ class CpuDevice(Device):
         return CpuBuffer(self, np.zeros(nbytes, np.uint8))
 
     def _load(self, artifact: Artifact, kernel: KernelIR,
-              args: ArgBuffer) -> Callable[[int, Stream], None]:
+              args: ArgBuffer) -> Callable[[tuple[int, int, int], tuple[int, int, int], int,
+                                            Stream], None]:
         if artifact.format != "python":
             raise ModuleLoadFailed(f"the CPU backend loads 'python' artifacts, not "
                                    f"{artifact.format!r}")
-        return CpuEntry(kernel, artifact.image.decode(), args)
-
-    def _load_raw(self, artifact: Artifact, kernel: KernelIR,
-                  args: RawArgBuffer) -> Callable[[tuple[int, int, int], tuple[int, int, int],
-                                                    int, Stream], None]:
-        if artifact.format != "python":
-            raise ModuleLoadFailed(f"the CPU backend loads 'python' artifacts, not "
-                                   f"{artifact.format!r}")
-        return RawEntry(kernel, artifact.image.decode(), args)
+        entry = RawEntry if kernel.kind == RAW else CpuEntry
+        return entry(kernel, artifact.image.decode(), args)
 
     def host_array(self, buf: CpuBuffer, dtype: np.dtype) -> np.ndarray:
         """``buf``'s memory as an array of ``dtype`` (what the compiled loops take)."""

@@ -87,7 +87,7 @@ class CpuCompiler(Compiler):
 def gompute_backend_info() -> BackendInfo:
     """The CPU backend: every kind, every type but f16 (numba's CPU target has no f16 math)."""
     return BackendInfo(
-        name=NAME, version=__version__, api_version=2, priority=100,
+        name=NAME, version=__version__, api_version=3, priority=100,
         kinds=(), features=FEATURES, unsupported_types=("f16",),
         description="numba: vectorized loops, threaded (prange) above a size threshold",
     )

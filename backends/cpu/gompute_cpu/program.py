@@ -1,5 +1,6 @@
-"""A loaded CPU kernel: the launcher the core's ``KernelProgram`` calls (and a raw
-kernel's, :class:`RawEntry`).
+"""A loaded CPU kernel: the launcher ``CpuDevice._load`` returns, ``launcher(grid, block,
+shared_bytes, stream)``: a spec kernel's loops (:class:`CpuEntry`, which takes the block
+count from ``grid``) or a raw kernel's blocks of threads (:class:`RawEntry`).
 
 Below ``GOMPUTE_CPU_PARALLEL_THRESHOLD`` elements (default 2**17, the
 crossover measured on a 2-core host: a ``prange`` loop costs about a
@@ -24,7 +25,7 @@ import numba
 import numpy as np
 from numba import types as nbt
 
-from gompute_core.backend import ArgBuffer, RawArgBuffer, Stream
+from gompute_core.backend import ArgBuffer, Stream
 from gompute_core.errors import CompileFailed, InvalidArgument
 from gompute_core.ir.entry import BlockReduce, IndexedMove
 from gompute_core.ir.kernel import KernelIR
@@ -127,7 +128,8 @@ class CpuEntry:
             self._serial = loop
         return loop
 
-    def __call__(self, grid: int, stream: Stream) -> None:
+    def __call__(self, grid: tuple[int, int, int], block: tuple[int, int, int],
+                 shared_bytes: int, stream: Stream) -> None:
         values = self.args.values
         if values[self._count_at] >= self.threshold:
             fn = self._parallel
@@ -138,7 +140,7 @@ class CpuEntry:
             if fn is None:
                 fn = self._ready(False)
         if self._blocks:
-            fn(*values, grid, *self.args.params)
+            fn(*values, grid[0], *self.args.params)
         elif self._params:
             fn(*values, *self.args.params)
         else:
@@ -157,7 +159,7 @@ class RawEntry:
     in slices (of threads for ``k_flat``, of blocks otherwise), so Ctrl-C interrupts it
     between two slices."""
 
-    def __init__(self, kernel: KernelIR, source: str, args: RawArgBuffer) -> None:
+    def __init__(self, kernel: KernelIR, source: str, args: ArgBuffer) -> None:
         self.kernel = kernel
         self.module = load_module(source, owner=self)
         self.args = args

@@ -26,7 +26,7 @@ _lock = threading.Lock()
 @hookimpl
 def gompute_backend_info() -> BackendInfo:
     """CUDA: priority 300 (probed first), every kind, every scalar type."""
-    return BackendInfo(name=NAME, version=__version__, api_version=2,
+    return BackendInfo(name=NAME, version=__version__, api_version=3,
                        priority=300, kinds=(), features=FEATURES, example_arch="sm_90",
                        description="NVIDIA GPUs: CUDA C++ via NVRTC, run through libcuda")
 

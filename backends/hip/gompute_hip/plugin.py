@@ -26,7 +26,7 @@ with their builtins (the core derives the kinds from them)."""
 def gompute_backend_info() -> BackendInfo:
     """The HIP backend: every kind and scalar type, priority 200 (after CUDA, before the CPU)."""
     return BackendInfo(
-        name=NAME, version=__version__, api_version=2, priority=200,
+        name=NAME, version=__version__, api_version=3, priority=200,
         kinds=(), features=FEATURES, unsupported_types=(), example_arch="gfx90a",
         description="AMD GPUs through hip-python; hiprtc compiles gfx code objects",
     )

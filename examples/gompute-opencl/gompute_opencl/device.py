@@ -24,7 +24,6 @@ from gompute_core.backend import (
     Buffer,
     Device,
     Event,
-    RawArgBuffer,
     Stream,
 )
 from gompute_core.errors import (
@@ -187,43 +186,12 @@ class OpenCLBuffer(Buffer):
 
 
 class OpenCLLauncher:
-    """``launcher(grid, stream)``: set the kernel's arguments from the packed buffer, enqueue."""
+    """``launcher(grid, block, shared_bytes, stream)`` of a spec or raw kernel: each
+    argument set from its bytes in the packed buffer (a pointer resolved to its
+    ``cl_mem``), then an NDRange of ``grid * block`` work-items in work-groups of
+    ``block``."""
 
-    def __init__(self, device: OpenCLDevice, kernel: cl.Kernel, kir: KernelIR,
-                 args: ArgBuffer) -> None:
-        self.device, self.kernel, self.args = device, kernel, args
-        self.block_size = kir.block_size
-        layout = args.layout
-        self.kinds = [slot.kind for slot in layout.slots if slot.kind != "params"]
-        self.leading = struct.Struct(layout.leading_format())
-        self.params = next(((s.offset, s.size) for s in layout.slots if s.kind == "params"),
-                           None)
-
-    def __call__(self, grid: int, stream: OpenCLStream) -> None:
-        raw = self.args.data
-        for i, (kind, value) in enumerate(zip(self.kinds, self.leading.unpack_from(raw),
-                                              strict=True)):
-            self.kernel.set_arg(i, self.device.resolve(value) if kind == "pointer"
-                                else np.uint64(value))
-        if self.params is not None:
-            at, size = self.params
-            self.kernel.set_arg(len(self.kinds), np.frombuffer(bytes(raw[at:at + size]),
-                                                               np.uint8))
-        try:
-            event = cl.enqueue_nd_range_kernel(stream.queue, self.kernel,
-                                               (grid * self.block_size,), (self.block_size,))
-        except cl.Error as exc:
-            raise LaunchFailed(f"opencl: launch of {self.kernel.function_name}: "
-                               f"{driver_error(exc)}") from exc
-        stream.track(event)
-
-
-class OpenCLRawLauncher:
-    """``launcher(grid, block, shared_bytes, stream)`` of a raw kernel: each argument set
-    from its bytes in the packed buffer (a pointer resolved to its ``cl_mem``), then an
-    NDRange of ``grid * block`` work-items in work-groups of ``block``."""
-
-    def __init__(self, device: OpenCLDevice, kernel: cl.Kernel, args: RawArgBuffer) -> None:
+    def __init__(self, device: OpenCLDevice, kernel: cl.Kernel, args: ArgBuffer) -> None:
         self.device, self.kernel, self.args = device, kernel, args
         self.slots = [(s.kind == "pointer", s.offset, s.size) for s in args.layout.slots]
 
@@ -313,11 +281,7 @@ class OpenCLDevice(Device):
 
     # ---- programs ----------------------------------------------------------------------
     def _load(self, artifact: Artifact, kernel: KernelIR, args: ArgBuffer) -> OpenCLLauncher:
-        return OpenCLLauncher(self, self.cl_kernel(artifact), kernel, args)
-
-    def _load_raw(self, artifact: Artifact, kernel: KernelIR,
-                  args: RawArgBuffer) -> OpenCLRawLauncher:
-        return OpenCLRawLauncher(self, self.cl_kernel(artifact), args)
+        return OpenCLLauncher(self, self.cl_kernel(artifact), args)
 
     def cl_kernel(self, artifact: Artifact) -> cl.Kernel:
         """A new ``cl.Kernel`` of the artifact's entry (its program built once per image)."""

@@ -118,7 +118,7 @@ class OpenCLCompiler(Compiler):
 @hookimpl
 def gompute_backend_info() -> BackendInfo:
     """Every kind and type (f16 through ``vload_half``/``vstore_half``)."""
-    return BackendInfo(name=NAME, version=__version__, api_version=2,
+    return BackendInfo(name=NAME, version=__version__, api_version=3,
                        priority=50, kinds=(), features=FEATURES, unsupported_types=(),
                        description="OpenCL C through pyopencl (any ICD: PoCL, vendor drivers)")
 

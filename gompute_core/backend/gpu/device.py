@@ -24,7 +24,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ...abi.entry_args import ArgBuffer, RawArgBuffer
+from ...abi.entry_args import ArgBuffer
 from ...errors import (
     GomputeError,
     InvalidArgument,
@@ -34,7 +34,7 @@ from ...errors import (
 )
 from ...ir.kernel import KernelIR
 from ...plugins.records import Artifact, Availability, DeviceInfo
-from ..device import Device, RawLauncher
+from ..device import Device
 from ..pinning import HostPinning, pinned_array
 from .driver import GpuDriver
 from .memory import GpuBuffer
@@ -81,16 +81,13 @@ _current = _Current()
 class GpuLauncher:
     """One loaded entry point with its argument buffer handed to the driver as the
     launch's ``extra`` array (built once: the buffer keeps one address for its life).
+    Calling it (``grid``, ``block``, ``shared_bytes``, ``stream``) is the one launch
+    primitive of spec and raw kernels alike."""
 
-    :meth:`launch` (``grid``, ``block``, ``shared_bytes``, ``stream``) is the one
-    primitive; ``launcher(grid, stream)`` is the spec kernels' front end (``grid``
-    blocks of :attr:`block` threads, no dynamic shared memory)."""
+    __slots__ = ("device", "name", "_fn", "_size", "_extra", "_extra_ptr", "_launch")
 
-    __slots__ = ("device", "name", "block", "_fn", "_size", "_extra", "_extra_ptr", "_launch")
-
-    def __init__(self, device: GpuDevice, function: Any, name: str, args: ArgBuffer,
-                 block: int) -> None:
-        self.device, self.name, self.block = device, name, block
+    def __init__(self, device: GpuDevice, function: Any, name: str, args: ArgBuffer) -> None:
+        self.device, self.name = device, name
         pointer, size, end = device.driver.launch_markers
         self._size = ctypes.c_size_t(args.size)
         self._extra = (ctypes.c_void_p * 5)(pointer, args.address, size,
@@ -99,15 +96,8 @@ class GpuLauncher:
         self._fn = function
         self._launch = device.driver.launch
 
-    def __call__(self, grid: int, stream: GpuStream) -> None:
-        if _current.device is self.device and not self._launch(
-                self._fn, grid, 1, 1, self.block, 1, 1, 0, stream.handle, None,
-                self._extra_ptr):
-            return
-        self._relaunch((grid, 1, 1), (self.block, 1, 1), 0, stream)
-
-    def launch(self, grid: tuple[int, int, int], block: tuple[int, int, int],
-               shared_bytes: int, stream: GpuStream) -> None:
+    def __call__(self, grid: tuple[int, int, int], block: tuple[int, int, int],
+                 shared_bytes: int, stream: GpuStream) -> None:
         """Launch with this geometry (checked by the core) on ``stream``."""
         if _current.device is self.device:
             gx, gy, gz = grid
@@ -292,19 +282,12 @@ class GpuDevice(Device):
         return self.driver.module_function(module, name)
 
     def _load(self, artifact: Artifact, kernel: KernelIR, args: ArgBuffer) -> GpuLauncher:
-        """Load ``artifact``'s entry and return its launcher (``launcher(grid, stream)``)."""
-        self.check_arch(artifact)
-        return GpuLauncher(self, self.function(artifact.image, artifact.entry), artifact.entry,
-                           args, kernel.block_size)
-
-    def _load_raw(self, artifact: Artifact, kernel: KernelIR,
-                  args: RawArgBuffer) -> RawLauncher:
-        """Load a raw kernel's entry, allowed :attr:`max_shared_bytes` of shared memory in
-        all, and return its launcher's :meth:`GpuLauncher.launch`."""
+        """Load ``artifact``'s entry, allowed :attr:`max_shared_bytes` of shared memory in
+        all, and return its launcher."""
         self.check_arch(artifact)
         function = self.function(artifact.image, artifact.entry)
         self.driver.opt_in_shared(function, self.max_shared_bytes)
-        return GpuLauncher(self, function, artifact.entry, args, 0).launch
+        return GpuLauncher(self, function, artifact.entry, args)
 
     # ---- host memory ----------------------------------------------------------------
     def pin(self, host: np.ndarray) -> bool:
