@@ -38,7 +38,8 @@ def _launch_map(prog: Any, buf: Buffer, n: int, p: Any = None) -> None:
     ``prepared_async_call`` (the checks of ``KernelProgram._operand`` written out)."""
     if type(n) is not int or not 0 <= n < U64_LIMIT:
         n = launch_count(n, "n")
-    with prog._lock:
+    prog._acquire()
+    try:
         if p is not prog._last_p:
             prog._set_params(p)
         if n:
@@ -65,6 +66,8 @@ def _launch_map(prog: Any, buf: Buffer, n: int, p: Any = None) -> None:
             prog._pack(prog._data, 0, buf.addr, n)
             prog._launcher(prog._last_grid3 if n == prog._last_n else prog.grid3(n),
                            prog._block, 0, prog._stream)
+    finally:
+        prog._release()
 
 
 def _run_map(k: Any, data: Any, p: Any = None) -> Any:
