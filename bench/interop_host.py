@@ -8,7 +8,10 @@ builds a new dictionary on every access (shape, typestr, descr, data, version, s
 current stream), ``.device`` builds a new object, ``.data.ptr`` is a property. Only the
 Python between the call and the (no-op) driver call is timed: the extra cost of a
 foreign array over a native buffer is what ``bench/interop.py`` measures on a GPU, less
-the driver. ``--profile`` prints where the time of a CuPy-like launch goes.
+the driver. The last two rows are an elementwise launch of Black-Scholes' shape (two
+arrays and a scalar in, two arrays out) on native buffers and on CuPy-like arrays (every
+row's ``+`` is against the first). ``--profile`` prints where the time of a CuPy-like
+launch goes.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != os.path.dirna
 sys.path.append(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                              "tests"))
 
-from pybackend import PackedPyDevice, PyBackend, PyBuffer  # noqa: E402
+from pybackend import FEATURES, PackedPyDevice, PyBackend, PyBuffer  # noqa: E402
 
 import gompute_core as g  # noqa: E402
 from gompute_core import dlpack  # noqa: E402
@@ -121,6 +124,38 @@ def add_half(x):
     return x + 0.5
 
 
+def sum_and_difference(a, b, s):
+    return a + b, (a - b) * s
+
+
+class CupyLike64(CupyLike):
+    """The same, of f64 elements."""
+
+    def __init__(self, n: int) -> None:
+        super().__init__(n)
+        self._host = np.zeros(n, np.float64)
+        self.data = _Pointer(self._host.ctypes.data)
+        self.dtype = self._host.dtype
+
+
+def elementwise_rows(calls: int) -> list[tuple[str, float]]:
+    """An elementwise launch of 3 arrays, 1 scalar and 2 outputs (Black-Scholes' shape) on
+    native buffers and on CuPy-like arrays."""
+    foreign.PROBES[CupyLike64] = foreign.array_probe(current_stream)
+    spec = g.elementwise("iop_host_ew", sum_and_difference,
+                         ins=(g.f64, g.f64, g.Scalar[g.f64]), outs=(g.f64, g.f64))
+    with g.Kernel(spec, "timinggpu") as k:
+        n = 1 << 10
+        arrays = [CupyLike64(n) for _ in range(4)]
+        bufs = [k.alloc(n, name) for name in ("a", "b", "out0", "out1")]
+        return [("elementwise launch, 4 native buffers",
+                 per_call(lambda: k.launch(bufs[0], bufs[1], 0.5, out=(bufs[2], bufs[3])),
+                          calls)),
+                ("elementwise launch, 4 CuPy-like arrays",
+                 per_call(lambda: k.launch(arrays[0], arrays[1], 0.5,
+                                           out=(arrays[2], arrays[3])), calls))]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--calls", type=int, default=20000)
@@ -129,6 +164,7 @@ def main() -> None:
     with manager.isolated():
         plugin = PyBackend("timinggpu", host_memory=False)
         plugin.device_class = TimingGpu
+        plugin.features = FEATURES  # raw kernels too: the elementwise kind's variants
         manager.register(plugin)
         foreign.PROBES[CupyLike] = foreign.array_probe(current_stream)
         k = g.Kernel(g.map("iop_host_add_half", g.f32, None, add_half), "timinggpu")
@@ -143,6 +179,7 @@ def main() -> None:
                      per_call(lambda: k.launch(x, n), args.calls)))
         _current[0] = _Stream(0)
         rows.append(("run in place, CuPy-like", per_call(lambda: k.run(x), args.calls // 4)))
+        rows += elementwise_rows(args.calls // 4)
         base = rows[0][1]
         for name, t in rows:
             print(f"{name:40s} {t * 1e9:8.0f} ns   (+{(t - base) * 1e9:6.0f} ns)")

@@ -303,3 +303,98 @@ def test_the_description_goes_with_the_object(fake: Any) -> None:
         del x
         gc.collect()
         assert ident not in foreign._cache
+
+
+
+def sum_and_scaled_difference(a, b, s):
+    return a + b, (a - b) * s
+
+
+class FakeRawGpu(FakeGpu):
+    """The fake GPU loading the elementwise kind's variants: each launch is recorded by
+    entry name, and the contiguous one (``<name>_flat``: a, b, s, out0, out1, n) is done
+    here from its packed arguments, as the kernel would, with the kernel function run on
+    NumPy scalars."""
+
+    launched: list[str] = []
+
+    def _load(self, artifact: Any, kernel: Any, args: Any) -> Any:
+        import struct
+
+        def launcher(grid: Any, block: Any, shared_bytes: int, stream: Any) -> None:
+            self.launched.append(kernel.name)
+            if not kernel.name.endswith("_flat"):
+                return
+            raw, slots = bytes(args.data), args.layout.slots
+            value = [struct.unpack_from("<" + sl.code, raw, sl.offset)[0] for sl in slots]
+            f32 = np.dtype(np.float32)
+            n = value[5]
+            a, b, o1, o2 = (self.resolve(value[j], f32)[:n] for j in (0, 1, 3, 4))
+            for i in range(n):
+                o1[i], o2[i] = sum_and_scaled_difference(a[i], b[i], np.float32(value[2]))
+
+        return launcher
+
+
+@pytest.fixture
+def fake_raw() -> Any:
+    """A fake GPU declaring raw kernels, so that it takes elementwise kernels
+    (:class:`FakeRawGpu`)."""
+    from pybackend import FEATURES
+
+    with manager.isolated():
+        plugin = PyBackend("fakegpu", host_memory=False)
+        plugin.device_class = FakeRawGpu
+        plugin.features = FEATURES
+        manager.register(plugin)
+        yield plugin
+    _memory.clear()
+    FakeRawGpu.launched.clear()
+
+
+def test_elementwise_launch_takes_contiguous_device_arrays_from_the_cache(
+        fake_raw: Any) -> None:
+    """CuPy-style arrays in an elementwise ``launch``: C-contiguous ones of one shape go the
+    buffers' one-pass path through each object's cached description (located once, one
+    borrowed buffer each for the handle's life), their producers' streams ordered around
+    the launch as on the described path; a strided view or a broadcast is described and
+    launched the general way (a strided variant), and shapes that do not broadcast are
+    refused, never computed in memory order."""
+    spec = g.elementwise(uname("ew"), sum_and_scaled_difference,
+                         ins=(g.f32, g.f32, g.Scalar[g.f32]), outs=(g.f32, g.f32))
+    with g.Kernel(spec, "fakegpu") as k:
+        dev = k.context
+        ours = dev.stream_handle(k.stream)
+        borrowed: list[int] = []
+        real_borrow = dev._borrow
+        dev._borrow = lambda addr, nbytes: borrowed.append(addr) or real_borrow(addr, nbytes)
+        x, y = np.arange(6, dtype=np.float32), np.arange(6, dtype=np.float32)[::-1] * 3
+        a, b = GpuArray(x, stream=0x7000), GpuArray(y, stream=0x7100)
+        o1, o2 = GpuArray(np.zeros(6), stream=0x7000), GpuArray(np.zeros(6), stream=LEGACY)
+        for _ in range(3):
+            k.launch(a, b, 0.5, out=(o1, o2))
+        pairs = [sum_and_scaled_difference(p, q, np.float32(0.5))
+                 for p, q in zip(x, y, strict=True)]
+        np.testing.assert_array_equal(o1.host, np.array([p[0] for p in pairs], np.float32))
+        np.testing.assert_array_equal(o2.host, np.array([p[1] for p in pairs], np.float32))
+        assert FakeRawGpu.launched == [f"{spec.name}_flat"] * 3
+        assert sorted(borrowed) == sorted(o.host.ctypes.data for o in (a, b, o1, o2))
+        assert dev.pointer_queries == 4  # each array located once
+        once = [(ours, 0x7000), (ours, 0x7100), (0x7000, ours), (0x7100, ours)]
+        assert dev.orders == once * 3
+        FakeRawGpu.launched.clear()
+        m = np.arange(6, dtype=np.float32).reshape(2, 3)
+        t = GpuArray(m.T, transposed=True)  # strides of a transposed view
+        r1, r2 = GpuArray(np.zeros((3, 2))), GpuArray(np.zeros((3, 2)))
+        k.launch(t, GpuArray(np.ones((3, 2))), 2.0, out=(r1, r2))
+        row = GpuArray(np.array([1, 2, 3], np.float32))
+        q1, q2 = GpuArray(np.zeros((2, 3))), GpuArray(np.zeros((2, 3)))
+        k.launch(GpuArray(m), row, 1.0, out=(q1, q2))
+        assert len(FakeRawGpu.launched) == 2
+        assert not any(name.endswith("_flat") for name in FakeRawGpu.launched)
+        with pytest.raises(InvalidArgument, match="could not be broadcast"):
+            k.launch(GpuArray(m), GpuArray(m.T), 1.0, out=(q1, q2))
+        with pytest.raises(InvalidArgument, match="read-only"):
+            k.launch(a, b, 0.5, out=(GpuArray(np.zeros(6), readonly=True), o2))
+        with pytest.raises(InvalidArgument, match="overlaps"):
+            k.launch(a, b, 0.5, out=(o1, o1))

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .. import dlpack
 from ..backend.buffer import Buffer
 from ..backend.exports import TypedView
 from ..errors import GomputeError, InvalidArgument
@@ -32,7 +33,7 @@ from ..types import short_name
 from .elementwise_layout import Operand, broadcast, c_strides, check_overlap, plan
 from .elementwise_operands import host_operand, operand
 from .elementwise_source import make_variant
-from .foreign import order_after, order_before
+from .foreign import order_after, order_before, probed_buffer
 from .program import device_stream
 
 if TYPE_CHECKING:
@@ -82,6 +83,8 @@ class ElementwiseProgram:
         self._grid_cap = device.max_grid_blocks(spec.block_size)
         self._buffer_classes: set[type] = set()
         """Buffer subclasses met so far (``isinstance`` against the ABC, once per class)."""
+        self._cai = device.dlpack_device_type == dlpack.KDL_CUDA
+        """Foreign arrays may come through the CUDA Array Interface (cached per object)."""
         self.flat = self._variant(None)
         """The contiguous variant (compiled when the kernel is opened)."""
         self.artifact = self.flat.artifact
@@ -235,8 +238,11 @@ class ElementwiseProgram:
 
     def _buffers_launch(self, args: tuple[Any, ...], out: Any, n: Any, p: Any) -> bool:
         """The common launch on typed buffers of this device holding the same count (or at
-        least ``n``), checked in one pass without describing operands: False when anything
-        differs (the general path then launches, or raises the precise error)."""
+        least ``n``), or C-contiguous foreign arrays of one shape on it (CuPy's, through
+        their cached descriptions: :func:`~.foreign.probed_buffer`), checked in one pass
+        without describing operands: False when anything differs (the general path then
+        launches, or raises the precise error). The producers' streams are ordered around
+        the launch as the general path orders them."""
         outs = out if type(out) is tuple else (out,)
         if len(args) != len(self._in_dtypes) or len(outs) != len(self._out_dtypes):
             return False
@@ -246,16 +252,28 @@ class ElementwiseProgram:
         dev, count = self.device, n
         values: list[Any] = []
         spans: list[tuple[int, int, bool]] = []
+        streams: list[int] = []
+        shapes: set[tuple[int, ...]] = set()
+        native = False
         for k, a in enumerate((*args, *outs)):
             convert = self._scalars.get(k) if k < len(args) else None
             if convert is not None:
                 values.append(convert(a))
                 continue
             dtype = self._in_dtypes[k] if k < len(args) else self._out_dtypes[k - len(args)]
-            if a.__class__ not in self._buffer_classes:
-                if not isinstance(a, Buffer):
-                    return False
+            if a.__class__ in self._buffer_classes:
+                native = True
+            elif isinstance(a, Buffer):
                 self._buffer_classes.add(a.__class__)
+                native = True
+            else:  # a contiguous foreign array: its cached buffer, if it has one
+                found = probed_buffer(a, dev, dtype, k >= len(args)) \
+                    if self._cai and n is None else None
+                if found is None:
+                    return False
+                a, stream, shape = found
+                shapes.add(shape)
+                streams.append(stream)
             if a.device is not dev or a._freed or a.dtype is not dtype:
                 return False
             held = a.nbytes // dtype.itemsize
@@ -265,8 +283,9 @@ class ElementwiseProgram:
                 return False
             values.append(a)
             spans.append((a.addr, dtype.itemsize, k >= len(args)))
-        if count is None:
-            return False
+        if count is None or len(shapes) > 1 or (native and shapes and
+                                                len(next(iter(shapes))) != 1):
+            return False  # broadcasting, or shapes that do not match: the general path
         for j, (addr, size, written) in enumerate(spans):
             if not written:
                 continue
@@ -279,8 +298,16 @@ class ElementwiseProgram:
             if P is not None:
                 values.append(p)
             kernel, grid = self._kernel(None, count)
+            s = self._stream
+            ours = dev.stream_handle(s) if streams else None
+            waits = [t for t in dict.fromkeys(streams)
+                     if t != ours and t not in dev.ordered_streams]
+            for theirs in waits:
+                dev.order_streams(ours, theirs)
             with self._launching:
-                kernel.launch(grid, self.block_size, values, stream=self._stream)
+                kernel.launch(grid, self.block_size, values, stream=s)
+            for theirs in waits:
+                dev.order_streams(theirs, ours)
         return True
 
     def _allocate(self, k: int, shape: tuple[int, ...], host: bool) -> tuple[Any, Operand]:

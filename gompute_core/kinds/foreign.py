@@ -111,7 +111,8 @@ class _Entry:
     reference's callback drops it when the object dies, before its ``id`` can be another
     object's (an object that cannot be weakly referenced is never cached)."""
 
-    __slots__ = ("ref", "device", "key", "addr", "size", "dtype", "readonly")
+    __slots__ = ("ref", "device", "key", "addr", "size", "dtype", "readonly", "shape",
+                 "_buffer")
 
     def __init__(self, obj: Any, device: Device, key: Any, f: Foreign) -> None:
         ident = id(obj)
@@ -121,6 +122,8 @@ class _Entry:
             self.ref = _dead
         self.device, self.key, self.addr = device, key, f.addr
         self.size, self.dtype, self.readonly = f.size, f.dtype, f.readonly
+        self.shape = f.shape
+        self._buffer: Any = None
         if self.ref is not _dead:
             _cache[ident] = self
 
@@ -128,6 +131,15 @@ class _Entry:
     def nbytes(self) -> int:
         """Bytes of the array."""
         return self.size * self.dtype.itemsize
+
+    def buffer(self) -> Any:
+        """A buffer of the device over the array's memory, typed ``dtype`` (made once; it
+        owns nothing and holds no reference to the array, whose caller keeps it alive)."""
+        buf = self._buffer
+        if buf is None:
+            buf = self._buffer = self.device._borrow(self.addr, max(self.nbytes, 1))
+            buf.dtype, buf.readonly = self.dtype, self.readonly
+        return buf
 
 
 _cache: dict[int, _Entry] = {}
@@ -149,6 +161,26 @@ def _probed(obj: Any, probe: Probe, device: Device, dtype: np.dtype, writes: boo
             e.dtype is not dtype or (writes and e.readonly):
         e = _entry(obj, key, cai, device, dtype, writes, label)
     return e, stream
+
+
+def probed_buffer(obj: Any, device: Device, dtype: np.dtype, writes: bool
+                  ) -> tuple[Any, int, tuple[int, ...]] | None:
+    """A C-contiguous CUDA Array Interface object on ``device`` of element type ``dtype``
+    (writable where ``writes``) as a cached buffer over its memory, with its producer's
+    stream and its shape (read from the object where it has one: a CuPy array's may be
+    set in place); None for anything else (the caller describes it the general way, which
+    handles strides and raises the precise error)."""
+    probe = PROBES.get(type(obj), probe_for)
+    if probe is probe_for:
+        probe = probe_for(obj)
+    if probe is None:
+        return None
+    try:
+        e, stream = _probed(obj, probe, device, dtype, writes, "launch")
+        shape = tuple(getattr(obj, "shape", e.shape))
+    except (AttributeError, InvalidArgument, TypeError):
+        return None
+    return (e.buffer(), stream, shape) if stream is not None else None
 
 
 def _entry(obj: Any, key: Any, cai: dict[str, Any] | None, device: Device, dtype: np.dtype,
