@@ -56,7 +56,7 @@ def test_launch_with_a_larger_block_is_rejected_not_wrong() -> None:
     kir = entry("map_bs1_i32").spec().lower()
     prog = dev.program(g.compile(entry("map_bs1_i32").spec(), "hip", arch=dev.arch), kir)
     buf = dev.alloc(4 * 64)
-    prog.entry.block = 64  # launch with more threads than the kernel was built for
+    prog._block = (64, 1, 1)  # launch with more threads than the kernel was built for
     with pytest.raises(g.GomputeError):
         prog.launch(buf, 64, None)
         dev.synchronize()

@@ -55,19 +55,25 @@ extern "C" __global__ void probe6267(const gp_i64* a, const gp_u32* b, double* o
 """
 
 PROBE_4365 = r"""
+static __device__ __forceinline__ gp_i32 sext8_asm(gp_u32 x) {
+  gp_i32 r;
+  asm("cvt.s32.s8 %0, %1;" : "=r"(r) : "r"(x));
+  return r;
+}
 extern "C" __global__ void probe4365(const gp_i8* a, const gp_i8* b, const gp_i8* zero,
                                      gp_i16* out, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= n) return;
   gp_u32 d0 = (gp_u32)0 - (gp_u32)b[i];
   gp_u32 dz = (gp_u32)zero[i] - (gp_u32)b[i];
-  out[6 * i + 0] = f_fuzz_2026120509_4365_fn(a[i], b[i]);
-  out[6 * i + 1] = (gp_i16)((gp_i8)(((gp_i32)(d0 << 24)) >> 24));
-  out[6 * i + 2] = (gp_i16)((gp_i8)(((gp_i32)(dz << 24)) >> 24));
-  out[6 * i + 3] = (gp_i16)((gp_i32)((d0 & 0xFFu) ^ 0x80u) - 0x80);
-  out[6 * i + 4] = (gp_i16)(gp_i8)((d0 & 0x80u) ? (gp_i32)(d0 | 0xFFFFFF00u)
+  out[7 * i + 0] = f_fuzz_2026120509_4365_fn(a[i], b[i]);
+  out[7 * i + 1] = (gp_i16)((gp_i8)(((gp_i32)(d0 << 24)) >> 24));
+  out[7 * i + 2] = (gp_i16)((gp_i8)(((gp_i32)(dz << 24)) >> 24));
+  out[7 * i + 3] = (gp_i16)((gp_i32)((d0 & 0xFFu) ^ 0x80u) - 0x80);
+  out[7 * i + 4] = (gp_i16)(gp_i8)((d0 & 0x80u) ? (gp_i32)(d0 | 0xFFFFFF00u)
                                                 : (gp_i32)(d0 & 0xFFu));
-  out[6 * i + 5] = (gp_i16)((gp_i8)(((gp_i32)(d0 << 24)) / 16777216));
+  out[7 * i + 5] = (gp_i16)((gp_i8)(((gp_i32)(d0 << 24)) / 16777216));
+  out[7 * i + 6] = (gp_i16)((gp_i8)sext8_asm(d0));
 }
 """
 
@@ -106,18 +112,18 @@ def main() -> None:
                                  "cuda", [g.GlobalPtr[g.i8], g.GlobalPtr[g.i8],
                                           g.GlobalPtr[g.i8], g.GlobalPtr[g.i16], g.i32])
     m = av.size
-    bufs2 = [k2.alloc(m, g.i8), k2.alloc(m, g.i8), k2.alloc(m, g.i8), k2.alloc(6 * m, g.i16)]
+    bufs2 = [k2.alloc(m, g.i8), k2.alloc(m, g.i8), k2.alloc(m, g.i8), k2.alloc(7 * m, g.i16)]
     bufs2[0].upload(av)
     bufs2[1].upload(bv)
     bufs2[2].upload(np.zeros(m, np.int8))
     k2.launch(2, 128, [*bufs2, m])
     k2.synchronize()
-    out2 = np.empty(6 * m, np.int16)
+    out2 = np.empty(7 * m, np.int16)
     bufs2[3].download(out2)
-    rows = out2.reshape(m, 6)
+    rows = out2.reshape(m, 7)
     want = (np.zeros(m, np.int8) - bv).astype(np.int16)  # i8 wrap, then widened
     names = ["whole kernel", "shifts, const 0", "shifts, loaded 0", "xor 0x80", "select",
-             "divide"]
+             "divide", "cvt.s32.s8 (inline PTX)"]
     for j, name in enumerate(names):
         bad = np.flatnonzero(rows[:, j] != (want if j else rows[:, 0]))
         if j == 0:
