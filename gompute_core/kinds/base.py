@@ -97,8 +97,8 @@ class Kind(ABC):
     element's result depends on its absolute position)."""
     needs: frozenset[str] = frozenset({"entries"})
     """The kernel features a backend must declare to run this kind
-    (:mod:`gompute_core.kinds.support`): the seven kinds of plugin API 2 need
-    ``entries`` (the backend renders their entry points)."""
+    (:mod:`gompute_core.kinds.support`): the seven kinds whose entries backends render
+    need ``entries`` (the backend renders their entry points)."""
     dask_inputs: tuple[tuple[str, str], ...] = ()
     """The arrays ``gompute_core.dask.map_blocks`` takes for this kind: ``(name, role)``;
     empty when map_blocks does not run it."""

@@ -4,8 +4,8 @@ A backend declares **kernel features** (``BackendInfo.features``), not kind
 names; each kind states what it needs (:attr:`~gompute_core.kinds.base.Kind.needs`)
 and runs on every backend that has it. The features (:data:`FEATURES`):
 
-* ``entries``: the backend renders the entry points of the spec kinds of plugin
-  API 2 (map, map_to, zip, map_indexed, reduce, gather, scatter), with the core's
+* ``entries``: the backend renders the entry points of the seven spec kinds with
+  rendered entries (map, map_to, zip, map_indexed, reduce, gather, scatter), with the core's
   C-family entries (``gompute_core.codegen``) or its own. That set is fixed: a
   kind added later never needs ``entries``;
 * ``raw``: it compiles and launches raw kernels (``g.raw_kernel``);
