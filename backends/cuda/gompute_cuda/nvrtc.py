@@ -17,7 +17,9 @@ import re
 import sys
 import threading
 from dataclasses import dataclass
+from pathlib import Path
 
+from gompute_core.backend import write_atomically
 from gompute_core.errors import BackendUnavailable, CompileFailed, InvalidArgument
 
 ENV_NVRTC = "GOMPUTE_NVRTC"
@@ -165,10 +167,7 @@ def identify(memo_dir: str) -> str:
     name = load_nvrtc().name
     try:
         os.makedirs(memo_dir, exist_ok=True)
-        tmp = f"{memo}.{os.getpid()}.tmp"
-        with open(tmp, "w") as f:
-            f.write(name)
-        os.replace(tmp, memo)
+        write_atomically(Path(memo), name.encode())
     except OSError:
         pass
     return name
