@@ -370,3 +370,39 @@ def test_arguments_past_the_device_limit_are_refused_before_compiling(
     with g.Kernel(spec, "pyref") as k:
         p = Table(weights=[2.0] * 300)
         np.testing.assert_array_equal(k.run(np.ones(4, np.float32), p), [2, 2, 2, 2])
+
+
+# ---------------------------------------------------------------- addresses
+def test_address_map_gives_synthetic_addresses_and_finds_them_back(registry: None) -> None:
+    """The SDK's ``AddressMap`` on the reference device's buffers: addresses never 0,
+    aligned, with a gap after each buffer (one past the end is nobody's), an interior
+    address found with its offset, a removed buffer (and a zero-byte one's single
+    address) handled, an unknown address a typed ``LaunchFailed`` naming it."""
+    from gompute_core.backend import AddressMap
+    from gompute_core.errors import LaunchFailed
+
+    manager.register(PyBackend("pyref"))
+    dev = manager.open_device("pyref", 0)
+    amap = AddressMap("pyref")
+    sizes = [100, 0, 4096, 1]
+    addrs = [amap.reserve(n) for n in sizes]
+    assert addrs[0] == AddressMap.BASE and all(a % AddressMap.ALIGN == 0 for a in addrs)
+    assert all(b >= a + max(n, 1) + AddressMap.ALIGN
+               for a, b, n in zip(addrs, addrs[1:], sizes, strict=False))
+    bufs = []
+    for addr, n in zip(reversed(addrs), reversed(sizes), strict=True):  # any order
+        buf = dev.alloc(n)
+        buf.addr = addr  # the synthetic address a handle-based driver would give it
+        amap.add(buf)
+        bufs.insert(0, buf)
+    assert amap.find(addrs[0] + 99) == (bufs[0], 99)
+    assert amap.find(addrs[1]) == (bufs[1], 0)  # zero bytes: one address
+    assert amap.find(addrs[2] + 4095) == (bufs[2], 4095)
+    for bad in (0, addrs[0] - 1, addrs[0] + 100, addrs[1] + 1, addrs[3] + 1):
+        with pytest.raises(LaunchFailed, match=f"pyref: no live buffer at address {bad:#x}"):
+            amap.find(bad)
+    amap.remove(bufs[2])
+    amap.remove(bufs[2])  # twice: nothing
+    with pytest.raises(LaunchFailed, match="no live buffer"):
+        amap.find(addrs[2])
+    assert amap.find(addrs[3]) == (bufs[3], 0)

@@ -52,6 +52,7 @@ if TYPE_CHECKING:  # at run time the SDK's classes load on first use (a plugin's
         has_params,
         signature_layout,
     )
+    from .addresses import AddressMap
     from .buffer import Buffer
     from .compiler import Built, Compiler, backend_identity
     from .device import CAPABILITIES, CAPABILITY_METHODS, Device, Launcher
@@ -72,7 +73,7 @@ _LAZY = {
     "Slot": "..abi.entry_args", "arg_layout": "..abi.entry_args",
     "has_params": "..abi.entry_args", "entry_signature": "..abi.entry_args",
     "signature_layout": "..abi.entry_args",
-    "Buffer": "buffer", "Built": "compiler", "Compiler": "compiler",
+    "AddressMap": "addresses", "Buffer": "buffer", "Built": "compiler", "Compiler": "compiler",
     "backend_identity": "compiler",
     "CAPABILITIES": "device", "CAPABILITY_METHODS": "device",
     "Device": "device", "Launcher": "device",
@@ -107,8 +108,8 @@ __all__ = [
     # the argument buffers
     "ArgBuffer", "ArgLayout", "ParamsCache", "Slot", "arg_layout", "entry_signature",
     "has_params", "signature_layout",
-    # host memory and files
-    "HostPinning", "pinned_array", "cache_root", "clear_squatter", "private_cache_dir",
-    "warn_dropped",
+    # host memory, addresses and files
+    "AddressMap", "HostPinning", "pinned_array", "cache_root", "clear_squatter",
+    "private_cache_dir", "warn_dropped",
     "warn_once", "write_atomically",
 ]

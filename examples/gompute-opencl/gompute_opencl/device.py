@@ -2,14 +2,13 @@
 
 OpenCL has no device addresses a host can do arithmetic on (``cl_mem`` is a
 handle), while the core packs each launch's pointers as 64-bit addresses.
-So each buffer gets a *synthetic* address from a private range, and a
-launcher resolves the packed addresses back to ``cl_mem`` objects (an
+So each buffer gets a *synthetic* address from the SDK's ``AddressMap``, and a
+launcher resolves the packed addresses back to ``cl_mem`` objects through it (an
 address inside a buffer becomes a sub-buffer at that offset).
 """
 
 from __future__ import annotations
 
-import bisect
 import struct
 import threading
 import weakref
@@ -19,6 +18,7 @@ import numpy as np
 import pyopencl as cl
 
 from gompute_core.backend import (
+    AddressMap,
     ArgBuffer,
     Artifact,
     Buffer,
@@ -38,10 +38,6 @@ from gompute_core.errors import (
     set_last_driver_error,
 )
 from gompute_core.ir.kernel import KernelIR
-
-ADDRESS_BASE = 1 << 44
-"""Synthetic buffer addresses start here (never 0, so a null pointer stays invalid)."""
-ADDRESS_ALIGN = 1 << 12
 
 
 def driver_error(exc: cl.Error) -> str:
@@ -165,7 +161,7 @@ class OpenCLBuffer(Buffer):
                                                            offset, nbytes))
 
     def _release(self) -> None:
-        self.device.forget(self)
+        self.device.addresses.remove(self)
         for sub in self._subs.values():
             sub.release()
         self._subs.clear()
@@ -234,9 +230,8 @@ class OpenCLDevice(Device):
         self._streams: weakref.WeakSet[OpenCLStream] = weakref.WeakSet()
         self._stream = self.create_stream()
         self._lock = threading.Lock()
-        self._starts: list[int] = []
-        self._buffers: list[OpenCLBuffer] = []
-        self._next = ADDRESS_BASE
+        self.addresses = AddressMap(self.backend)
+        """The live buffers by their synthetic addresses (``cl_mem`` has none)."""
         self._programs: dict[bytes, cl.Program] = {}
 
     @property
@@ -255,29 +250,14 @@ class OpenCLDevice(Device):
         except cl.Error as exc:
             raise AllocFailed(f"opencl: cannot allocate {nbytes} bytes: "
                               f"{driver_error(exc)}") from exc
-        with self._lock:
-            addr = self._next
-            self._next += -(-max(nbytes, 1) // ADDRESS_ALIGN) * ADDRESS_ALIGN + ADDRESS_ALIGN
-            buf = OpenCLBuffer(self, mem, nbytes, addr)
-            self._starts.append(addr)
-            self._buffers.append(buf)
+        buf = OpenCLBuffer(self, mem, nbytes, self.addresses.reserve(nbytes))
+        self.addresses.add(buf)
         return buf
-
-    def forget(self, buf: OpenCLBuffer) -> None:
-        """Drop a released buffer from the address map."""
-        with self._lock:
-            i = bisect.bisect_left(self._starts, buf.addr)
-            if i < len(self._starts) and self._buffers[i] is buf:
-                del self._starts[i], self._buffers[i]
 
     def resolve(self, addr: int) -> cl.Buffer:
         """The ``cl_mem`` a packed address stands for."""
-        with self._lock:
-            i = bisect.bisect_right(self._starts, addr) - 1
-            buf = self._buffers[i] if i >= 0 else None
-        if buf is None or not addr < buf.addr + max(buf.nbytes, 1):
-            raise LaunchFailed(f"opencl: no live buffer at address {addr:#x}")
-        return buf.at(addr - buf.addr)
+        buf, offset = self.addresses.find(addr)
+        return buf.at(offset)  # type: ignore[attr-defined]
 
     # ---- programs ----------------------------------------------------------------------
     def _load(self, artifact: Artifact, kernel: KernelIR, args: ArgBuffer) -> OpenCLLauncher:
