@@ -19,7 +19,7 @@ import struct
 from dataclasses import dataclass
 from typing import Literal
 
-from ..ir.kernel import KernelIR
+from ..ir.kernel import RAW, KernelIR
 
 SlotKind = Literal["pointer", "scalar", "params"]
 
@@ -119,7 +119,6 @@ def entry_signature(kernel: KernelIR) -> tuple[tuple[str, object], ...]:
     spec kernel's kind's ``entry_args`` (a pointer per array, ``u64`` counts) and then
     its params struct. (A raw kernel from C source has no IR entry: its signature, laid
     out with :func:`signature_layout`, is its layout.)"""
-    from ..ir.kernel import RAW
     from ..ir.nodes import PointerType
     from ..types import u8, u64
 

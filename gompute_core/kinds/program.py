@@ -88,7 +88,7 @@ class KernelProgram:
         self._size = {role: d.itemsize for role, d in self.dtypes.items()}
         self._max_blocks = device.max_grid_blocks(kernel.block_size)
         self._per_block = self.kind.per_block(kernel)
-        self._last_n, self._last_grid, self._last_grid3 = -1, 1, (1, 1, 1)
+        self._last_n, self._last_grid3 = -1, (1, 1, 1)
         self._t_size = self._size.get("T", 0)
         self._pack = self.args.pack_into
         self._data = self.args.data
@@ -130,16 +130,14 @@ class KernelProgram:
     # ---- the pieces every launch shares --------------------------------------------------------
     def grid(self, count: int) -> int:
         """Blocks of an elementwise launch over ``count`` elements on this device."""
-        if count != self._last_n:
-            blocks = -(-count // self._per_block)
-            self._last_grid = grid = max(1, min(blocks, self._max_blocks))
-            self._last_grid3 = (grid, 1, 1)
-            self._last_n = count
-        return self._last_grid
+        return self.grid3(count)[0]
 
     def grid3(self, count: int) -> tuple[int, int, int]:
-        """:meth:`grid` as the launcher's ``(x, 1, 1)``."""
-        self.grid(count)
+        """:meth:`grid` as the launcher's ``(x, 1, 1)`` (kept for the last count)."""
+        if count != self._last_n:
+            blocks = -(-count // self._per_block)
+            self._last_grid3 = (max(1, min(blocks, self._max_blocks)), 1, 1)
+            self._last_n = count
         return self._last_grid3
 
     def move_grid(self, count: int) -> int:

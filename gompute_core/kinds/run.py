@@ -245,13 +245,12 @@ class Runner:
         """The reduce of ``data`` (non-empty) folded on the host with the spec's ``fold``."""
         prog, T = self.program, self.spec.T
         n, size = data.size, self._size["T"]
+        blocks = self.device.run_reduce_blocks(prog.entry, n, prog.block_size)
         if self.host:
-            blocks = self.device.run_reduce_blocks(prog.entry, n, prog.block_size)
             partials = np.empty(blocks, T)
             self._on_host(blocks, (data, n, partials), p)
             # one block's partial already starts from the identity: it is the result
             return partials[0] if blocks == 1 else self.spec.fold(partials)
-        blocks = self.device.run_reduce_blocks(prog.entry, n, prog.block_size)
         if self._on_device((data,)):
             return self._reduce_in_place(data, n, blocks, p)  # type: ignore[arg-type]
         scratch = self._acquire()

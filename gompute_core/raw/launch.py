@@ -227,9 +227,9 @@ class RawKernel:
         """Launch shapes already checked, keyed by value and type (``True == 1`` and
         ``1.0 == 1`` must not pass as a checked 1): -> (grid, block, shared bytes)."""
         self._lock = threading.Lock()
-        self._acquire, self._release = self._lock.acquire, self._lock.release
         """Makes store-the-arguments-then-launch one step: threads sharing the handle never
         launch with each other's arguments."""
+        self._acquire, self._release = self._lock.acquire, self._lock.release
         self._bind: Callable[[Sequence[Any]], None] | None = None
         """The packing backends' checks (:class:`PackedBinder`), called on every launch."""
         if dev.packs_arguments:
