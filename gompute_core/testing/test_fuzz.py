@@ -187,16 +187,23 @@ def compare(got: np.ndarray, want: np.ndarray,
     return [int(j) for j in np.flatnonzero(far)]
 
 
-def disagreements(case: FuzzCase, fn: Any, kernel: Any
-                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[int]]:
-    """Run ``kernel`` (the case's zip of ``fn``) on the case's inputs where the oracle is
-    defined: ``(a, b, got, want, indices that disagree)``."""
+def defined_inputs(case: FuzzCase, fn: Any
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[type | None]]:
+    """The case's inputs where the oracle is defined, with the oracle's values and what
+    each computed in: ``(a, b, want, computed_in)``. A kernel runs only there: an undefined
+    float-to-int cast is undefined behaviour in compiled code too (LLVM may even loop
+    forever)."""
     a, b = inputs(case)
     want, defined, computed_in = oracle(fn, a, b, case.Out)
-    # the kernel runs only where the oracle is defined: an undefined float-to-int cast
-    # is undefined behaviour in the compiled code too (LLVM may even loop forever)
-    a, b, want = a[defined], b[defined], want[defined]
-    computed_in = [t for t, d in zip(computed_in, defined, strict=True) if d]
+    return a[defined], b[defined], want[defined], \
+        [t for t, d in zip(computed_in, defined, strict=True) if d]
+
+
+def disagreements(case: FuzzCase, fn: Any, kernel: Any
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[int]]:
+    """Run ``kernel`` (the case's zip of ``fn``) on :func:`defined_inputs`:
+    ``(a, b, got, want, indices that disagree)``."""
+    a, b, want, computed_in = defined_inputs(case, fn)
     got = np.zeros(a.size, case.Out)
     kernel.run(a, b, got, None)
     return a, b, got, want, compare(got, want, computed_in)

@@ -19,7 +19,7 @@ import numpy as np
 
 import gompute_core as g
 from gompute_core.plugins import manager
-from gompute_core.testing.test_fuzz import backend_types, compare, generate, inputs, oracle
+from gompute_core.testing.test_fuzz import backend_types, compare, defined_inputs, generate
 
 SEXT = ("static __device__ __forceinline__ int gp_sext(unsigned x, int bits) {\n"
         "  int r;\n"
@@ -78,10 +78,7 @@ def run_case(seed: int, index: int, names: list[str]) -> None:
     source = manager.compiler("cuda").render(kir, "sm_90")
     entry = re.search(r'extern "C"\s*__global__ void (?:__launch_bounds__\(\d+\) )?(\w+)\(',
                       source)
-    a, b = inputs(case)
-    want, defined, computed_in = oracle(fn, a, b, case.Out)
-    a, b, want = a[defined], b[defined], want[defined]
-    computed_in = [t for t, d in zip(computed_in, defined, strict=True) if d]
+    a, b, want, computed_in = defined_inputs(case, fn)
     for k, name in enumerate(names):
         text = REWRITES[name](source)
         kname = f"{entry.group(1)}_v{k}" if entry else f"probe_{index}_{k}"
