@@ -5,8 +5,8 @@ The kernels of the conformance tier (:mod:`gompute_core.testing.kernels_raw`: bl
 and scan, tiled transpose, stencil, histogram, float max by CAS, atomics, 3-D indexing,
 a fused pipeline) are used as they are, with that module's oracles; defined here are
 only what they do not cover: three pointers to possibly one buffer, f16 and bool
-arguments and stores, params records (an empty one too), and every atomic op on every
-type with its old values.
+arguments and stores, params records (an empty one too), every atomic op on every
+type with its old values, and ``threadfence()`` publishing a value between blocks.
 
 Each :class:`Example` names a kernel, a host ``setup(rng)`` returning its launch
 (grid, block, shared bytes, the kernel's arguments with NumPy arrays standing for
@@ -124,6 +124,33 @@ class Example:
     kernel: Any
     setup: Callable[[np.random.Generator], tuple[Any, Any, int, list[Any]]]
     check: Callable[[list[Any], list[Any]], None]
+
+
+LAST_BLOCK = 64
+
+
+@g.raw_kernel(block=LAST_BLOCK)
+def raw_last_block_sum(data: g.GlobalPtr[g.i64], n: g.u64, partials: g.GlobalPtr[g.i64],
+                       arrived: g.GlobalPtr[g.u32], total: g.GlobalPtr[g.i64]):
+    """CUDA's threadFenceReduction: each block publishes its sum behind ``threadfence()``
+    and counts itself in with an atomic; the block that arrives last adds the published
+    sums (read with atomics, past any cache)."""
+    last = B.shared_array(g.u32, 1)
+    b = g.u64(B.block_id(0))
+    if B.local_id(0) == 0:
+        acc = g.i64(0)
+        for i in range(b * LAST_BLOCK, min(b * LAST_BLOCK + LAST_BLOCK, n)):
+            acc += data[i]
+        partials[b] = acc
+        B.threadfence()
+        last[0] = B.atomic_add(arrived, 0, g.u32(1))
+    B.barrier()
+    if B.local_id(0) == 0 and g.i64(last[0]) == B.grid_dim(0) - 1:
+        B.threadfence()
+        acc2 = g.i64(0)
+        for k in range(B.grid_dim(0)):
+            acc2 += B.atomic_add(partials, k, g.i64(0))
+        total[0] = acc2
 
 
 def _add_pair_setup(rng: np.random.Generator) -> tuple[Any, Any, int, list[Any]]:
@@ -280,6 +307,20 @@ def _cas_max_check(a: list[Any], out: list[Any]) -> None:
     assert out[2][0] == a[0].max()
 
 
+def _last_block_setup(rng: np.random.Generator) -> tuple[Any, Any, int, list[Any]]:
+    n = 7 * LAST_BLOCK - 5
+    return 7, LAST_BLOCK, 0, [rng.integers(-2**40, 2**40, n), np.uint64(n),
+                              np.zeros(7, np.int64), np.zeros(1, np.uint32),
+                              np.zeros(1, np.int64)]
+
+
+def _last_block_check(a: list[Any], out: list[Any]) -> None:
+    data = a[0]
+    sums = [data[k:k + LAST_BLOCK].sum() for k in range(0, data.size, LAST_BLOCK)]
+    np.testing.assert_array_equal(out[2], sums)
+    assert out[3][0] == 7 and out[4][0] == data.sum()
+
+
 def _atomic_ops_setup(rng: np.random.Generator) -> tuple[Any, Any, int, list[Any]]:
     n = 1000
     values = rng.integers(-2**31, 2**31 - 1, n, dtype=np.int64).astype(np.int32)
@@ -327,6 +368,7 @@ EXAMPLES: dict[str, Example] = {
     "histogram": Example(K.raw_histogram, _hist_setup, _hist_check),
     "cas_max": Example(K.raw_cas_max, _cas_max_setup, _cas_max_check),
     "atomic_ops": Example(K.raw_atomic_ops, _atomic_ops_setup, _atomic_ops_check),
+    "last_block_sum": Example(raw_last_block_sum, _last_block_setup, _last_block_check),
     "index3d": Example(K.raw_index3d, _index_setup, _index_check),
     "fused": Example(K.raw_fused, _fused_setup, _fused_check),
 }

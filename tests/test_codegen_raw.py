@@ -107,6 +107,18 @@ def test_shared_arrays_barriers_and_geometry_per_dialect() -> None:
            "((gp_i64)get_local_id(0))" in add
 
 
+def test_threadfence_per_dialect() -> None:
+    """``threadfence()`` is each dialect's device-wide fence, between the store it
+    publishes and the atomic that flags it."""
+    kir = EXAMPLES["last_block_sum"].kernel.lower()
+    for renderer, fence in ((CUDARenderer, "__threadfence();"), (HIPRenderer, "__threadfence();"),
+                            (_opencl_renderer(), "mem_fence(CLK_GLOBAL_MEM_FENCE);")):
+        src = renderer().render(kir)
+        assert src.count(fence) == 2
+        published = src[src.index("v_partials[(gp_i64)"):]  # the store, then the fence
+        assert published.index(fence) < published.index("v_arrived[")
+
+
 def test_bare_return_unused_atomics_and_scalar_conversions() -> None:
     src = CUDARenderer().render(EXAMPLES["scale"].kernel.lower())
     assert re.search(r"^\s+return;$", src, re.M)

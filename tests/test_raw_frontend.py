@@ -140,6 +140,16 @@ def test_seed_example_lowers_to_loads_stores_and_geometry(tmp_path: Path) -> Non
     ('''
         @g.raw_kernel
         def rf_bad(d: g.GlobalPtr[g.f32]):
+            B.threadfence(d)
+    ''', r":6: threadfence\(\) takes no arguments"),
+    ('''
+        @g.raw_kernel
+        def rf_bad(d: g.GlobalPtr[g.f32]):
+            d[0] = B.threadfence()
+    ''', r":6: threadfence\(\) is a statement: call it on a line of its own"),
+    ('''
+        @g.raw_kernel
+        def rf_bad(d: g.GlobalPtr[g.f32]):
             d[0:2] = 1.0
     ''', "slicing 'd' is not supported"),
     ('''
@@ -165,6 +175,33 @@ def test_memory_outside_raw_kernels_is_rejected() -> None:
     spec = g.map("rf_map_with_builtin", g.f32, None, element)
     with pytest.raises(KernelSyntaxError, match="only available in a @g.raw_kernel"):
         spec.lower()
+
+    def fenced(x):
+        B.threadfence()
+        return x
+
+    spec = g.map("rf_map_with_fence", g.f32, None, fenced)
+    with pytest.raises(KernelSyntaxError, match="threadfence.*only available in a @g.raw_k"):
+        spec.lower()
+
+
+def test_threadfence_is_a_statement_of_the_ir_and_every_dialect() -> None:
+    """``threadfence()`` lowers to one ``Fence`` (the printer shows it) and does nothing
+    in Python (the oracle); each dialect's spelling: ``tests/test_codegen_raw.py``."""
+    from gompute_core.ir.printer import format_function
+
+    B = g.builtins
+
+    @g.raw_kernel
+    def rf_fence(d: g.GlobalPtr[g.u32]):
+        d[1] = g.u32(7)
+        B.threadfence()
+        B.atomic_exch(d, 0, g.u32(1))
+
+    fn = rf_fence.lower().functions[-1]
+    assert [type(s).__name__ for s in fn.body][:3] == ["Store", "Fence", "Evaluate"]
+    assert "threadfence()" in format_function(fn)
+    assert B.threadfence() is None
 
 
 def test_definition_errors() -> None:

@@ -294,6 +294,9 @@ class FunctionWriter(Visitor):
     def visit_Barrier(self, s: ir.Barrier, ind: str, types: dict[str, ir.IRType]) -> str:
         return f"{ind}{self.r.block_barrier};\n"
 
+    def visit_Fence(self, s: ir.Fence, ind: str, types: dict[str, ir.IRType]) -> str:
+        return f"{ind}{self.r.device_fence};\n"
+
     def visit_Evaluate(self, s: ir.Evaluate, ind: str, types: dict[str, ir.IRType]) -> str:
         return f"{ind}(void)({self.expr(s.value)});\n"
 

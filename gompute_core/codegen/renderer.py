@@ -141,6 +141,9 @@ class CRenderer:
     }
     #: ``barrier()`` of raw kernels: every thread of the block, global and shared memory.
     block_barrier: ClassVar[str] = "__syncthreads()"
+    #: ``threadfence()`` of raw kernels: this thread's global-memory accesses ordered for
+    #: every thread of the launch.
+    device_fence: ClassVar[str] = "__threadfence()"
     #: a raw kernel's launch bound when it declares its block, over ``{threads}`` and
     #: ``{x}``, ``{y}``, ``{z}``.
     raw_launch_bounds: ClassVar[str] = "__launch_bounds__({threads}) "

@@ -20,6 +20,7 @@ from ..ir.nodes import (
     Const,
     Evaluate,
     Expr,
+    Fence,
     Geometry,
     Load,
     LocalType,
@@ -133,8 +134,8 @@ def builtin_call(ctx: FnContext, node: ast.Call, obj: Any, text: str) -> Value |
     if obj in B.ATOMICS:
         require_raw(ctx, node, f"'{text}'")
         return _atomic(ctx, node, B.ATOMICS[obj], text)
-    if obj is B.barrier:
-        ctx.fail(node, "barrier() is a statement: call it on a line of its own", "Call")
+    if obj is B.barrier or obj is B.threadfence:
+        ctx.fail(node, f"{obj.__name__}() is a statement: call it on a line of its own", "Call")
     if obj is B.shared_array:
         ctx.fail(node, "shared_array(...) must be assigned to a local at the top level of a raw "
                        "kernel's body (name = g.builtins.shared_array(T, n))", "Call")
@@ -169,8 +170,8 @@ def _atomic(ctx: FnContext, node: ast.Call, op: str, text: str) -> Value:
 
 
 def statement_call(ctx: FnContext, node: ast.Expr) -> list[Any] | None:
-    """A call used as a statement: ``barrier()`` or an atomic whose old value is unused;
-    None when the call is neither."""
+    """A call used as a statement: ``barrier()``, ``threadfence()`` or an atomic whose old
+    value is unused; None when the call is neither."""
     from .expressions import lower_any
 
     call = node.value
@@ -185,6 +186,11 @@ def statement_call(ctx: FnContext, node: ast.Expr) -> list[Any] | None:
             ctx.fail(call, "barrier() takes no arguments", "Call")
         check_barrier(ctx, call)
         return [Barrier(where=ctx.where(call))] if ctx.emit else []
+    if func.obj is B.threadfence:
+        require_raw(ctx, call, "threadfence()")
+        if call.args or call.keywords:
+            ctx.fail(call, "threadfence() takes no arguments", "Call")
+        return [Fence()] if ctx.emit else []
     if func.obj in B.ATOMICS:
         v = builtin_call(ctx, call, func.obj, ast.unparse(call.func))
         return [Evaluate(v.expr)] if ctx.emit and v is not None else []

@@ -430,6 +430,12 @@ class Barrier:
 
 
 @dataclass(frozen=True)
+class Fence:
+    """``threadfence()``: this thread's global-memory accesses before it are ordered before
+    its accesses after it, for every thread of the launch (a device-wide memory fence)."""
+
+
+@dataclass(frozen=True)
 class Evaluate:
     """An expression evaluated for its effect (an atomic whose old value is unused)."""
 
@@ -437,7 +443,7 @@ class Evaluate:
 
 
 Stmt: TypeAlias = (
-    Assign | If | ForRange | While | Break | Continue | Return | Store | Barrier | Evaluate
+    Assign | If | ForRange | While | Break | Continue | Return | Store | Barrier | Fence | Evaluate
     | LocalStore
 )
 

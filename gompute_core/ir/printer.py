@@ -29,6 +29,7 @@ from .nodes import (
     Continue,
     Evaluate,
     Expr,
+    Fence,
     Field,
     ForRange,
     Function,
@@ -178,6 +179,9 @@ class IRPrinter(Visitor):
 
     def visit_Barrier(self, s: Barrier, indent: int, out: list[str]) -> None:
         out.append(f"{'  ' * indent}barrier()")
+
+    def visit_Fence(self, s: Fence, indent: int, out: list[str]) -> None:
+        out.append(f"{'  ' * indent}threadfence()")
 
     def visit_Evaluate(self, s: Evaluate, indent: int, out: list[str]) -> None:
         out.append(f"{'  ' * indent}{format_expr(s.value)}")

@@ -15,6 +15,11 @@ the block, so a barrier under a condition that depends on the thread index is
 rejected at compile time where the frontend can see it (and undefined where
 it cannot, as in CUDA).
 
+``threadfence()`` orders the calling thread's memory accesses for every thread of the
+launch: what it wrote to global memory before the fence is visible to any thread that
+sees a write it made after the fence (CUDA's ``__threadfence()``, OpenCL's
+``mem_fence``); the way to publish a value through a flag set with an atomic.
+
 ``shared_array(T, n)`` / ``shared_array(T, (rows, cols))`` declares static
 block-shared memory; assign it once, at the top level of the kernel's body.
 
@@ -39,8 +44,8 @@ from ..errors import KernelSyntaxError
 
 __all__ = [
     "GEOMETRY", "ATOMICS", "global_id", "local_id", "block_id", "block_dim", "grid_dim",
-    "barrier", "shared_array", "local_array", "atomic_add", "atomic_sub", "atomic_min",
-    "atomic_max", "atomic_exch", "atomic_cas",
+    "barrier", "threadfence", "shared_array", "local_array", "atomic_add", "atomic_sub",
+    "atomic_min", "atomic_max", "atomic_exch", "atomic_cas",
 ]
 
 
@@ -77,6 +82,11 @@ def grid_dim(dim: int) -> int:
 def barrier() -> None:
     """Wait for every thread of the block."""
     _device_only("barrier")
+
+
+def threadfence() -> None:
+    """Order this thread's memory accesses for every thread of the launch (in Python, the
+    oracle's one thread: nothing to do)."""
 
 
 def shared_array(dtype: Any, shape: int | tuple[int, ...]) -> Any:

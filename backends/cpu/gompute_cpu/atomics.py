@@ -54,7 +54,8 @@ from numba.core import cgutils, types
 from numba.core.errors import TypingError
 from numba.extending import intrinsic
 
-__all__ = ["atomic_add", "atomic_cas", "atomic_exch", "atomic_max", "atomic_min", "atomic_sub"]
+__all__ = ["atomic_add", "atomic_cas", "atomic_exch", "atomic_fence", "atomic_max", "atomic_min",
+           "atomic_sub"]
 
 #: The element types the atomics support.
 ATOMIC_DTYPES: tuple[types.Number, ...] = (
@@ -214,3 +215,16 @@ def atomic_cas(typingctx: Any, arr: types.Type, i: types.Type, expected: types.T
         return _compare_exchange(builder, pointer, dtype, element, expected_value, new_value)
 
     return dtype(arr, i, expected, v), codegen
+
+
+@intrinsic
+def atomic_fence(typingctx: Any) -> tuple[Any, _Codegen]:
+    """``atomic_fence()``: a sequentially consistent memory fence (``threadfence()``); the
+    accesses before it are ordered before those after it, for every thread."""
+
+    def codegen(context: Any, builder: ir.IRBuilder, signature: Any,
+                args: list[ir.Value]) -> ir.Value:
+        builder.fence(_ORDERING)
+        return context.get_dummy_value()
+
+    return types.none(), codegen

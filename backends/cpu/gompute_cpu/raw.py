@@ -32,10 +32,11 @@ scalars. A ``k_block`` of more than 30 parameters takes them as one tuple
 ``grid_dim`` the launch's, ``global_id(d)`` = ``block_id(d) * block_dim(d) +
 local_id(d)``, all ``int64``. A declared block shape
 becomes constants (the launch is checked against it). Loads and stores index the
-arrays directly (2-D shared arrays are flat, row-major); atomics call the hardware
-atomics of :mod:`.atomics`, so blocks running on different cores update global
-memory correctly. A thread's ``return`` ends its iteration of the thread loop
-(``continue``; through a flag out of its own loops), and when later phases exist
+arrays directly (2-D shared arrays are flat, row-major); atomics (and ``threadfence()``,
+a ``seq_cst`` fence) call the hardware operations of :mod:`.atomics`, so blocks running
+on different cores update global memory correctly. A thread's ``return`` ends its
+iteration of the thread loop (``continue``; through a flag out of its own loops), and
+when later phases exist
 sets its ``_done[_t]`` flag, which every phase checks first. A uniform thread variable
 read by block control (``Plan.uniform``) is saved as ``_e_<name>`` before
 a phase that mentions it and restored at the start of each of its threads.
@@ -251,6 +252,10 @@ class RawRenderer(FunctionRenderer):
 
     def visit_Evaluate(self, s: ir.Evaluate, depth: int) -> None:
         self.emit(depth, self.expr(s.value))
+
+    def visit_Fence(self, s: ir.Fence, depth: int) -> None:
+        self.atomics.add("fence")
+        self.emit(depth, "_atomic_fence()")
 
     def _unsupported_jump(self, what: str) -> Unsupported:
         return Unsupported(f"raw kernel {self.kir.name!r} ({self.fn.source}): {what} under "

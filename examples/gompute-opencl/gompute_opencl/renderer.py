@@ -147,6 +147,7 @@ class OpenCLRenderer(CRenderer):
         "block_dim": "get_local_size({d})", "grid_dim": "get_num_groups({d})",
     }
     block_barrier: ClassVar[str] = "barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE)"
+    device_fence: ClassVar[str] = "mem_fence(CLK_GLOBAL_MEM_FENCE)"
     raw_launch_bounds: ClassVar[str] = "__attribute__((reqd_work_group_size({x}, {y}, {z}))) "
     shared_pointer_space: ClassVar[str] = "__local "
     atomics: ClassVar[dict[tuple[str, str], str]] = OPENCL_ATOMICS
