@@ -204,21 +204,39 @@ def test_scan_constructors_validate() -> None:
 
 
 def test_scan_reference_is_the_documented_order() -> None:
-    """The oracle: integers equal NumPy's scan; chunks and levels (32 per chunk below
-    2**21 elements) show in a float scan as the documented regrouping."""
-    from gompute_core.kinds.scan import levels, reference
+    """The oracle: integers equal NumPy's scan; runs, groups and tiles (16, 512 and 4096
+    f32 elements at the default block size) show in a float scan as the documented
+    regrouping."""
+    from gompute_core.kinds.scan import reference, tiling
 
-    assert levels(1) == ((1, 32, 1),)
-    assert levels(32 * 32 + 1) == ((1025, 32, 33), (33, 32, 2), (2, 32, 1))
-    x = np.arange(1, 2000, dtype=np.int32)
+    spec = g.cumsum(uname(), g.f32)
+    shape = tiling(spec)
+    assert (shape.threads, shape.items, shape.tile) == (256, 16, 4096)
+    assert tiling(g.cumsum(uname(), g.f64)).items == 8
+    assert tiling(g.cumsum(uname(), g.f64, block_size=1024)).items == 2  # 16 KiB tiles
+    x = np.arange(1, 9000, dtype=np.int32)
     np.testing.assert_array_equal(reference(g.cumsum(uname(), g.i32), x), np.cumsum(x))
     ex = reference(g.cumsum(uname(), g.i32, inclusive=False), x)
     np.testing.assert_array_equal(ex, np.concatenate([[0], np.cumsum(x)[:-1]]))
-    f = np.full(70, 0.1, np.float32)
-    y = reference(g.cumsum(uname(), g.f32), f)
-    c0 = np.cumsum(f[:32], dtype=np.float32)[-1]   # chunk 0's total
-    local = np.cumsum(f[32:64], dtype=np.float32)  # chunk 1 folded from its own start
-    np.testing.assert_array_equal(y[32:64], (c0 + local).astype(np.float32))
+    f = np.random.default_rng(0).uniform(-1, 1, 9000).astype(np.float32)
+    y = reference(spec, f)
+    f32 = np.float32
+    run = np.cumsum(f[16:32], dtype=f32)             # run 1, folded from its own start
+    np.testing.assert_array_equal(y[16:32], np.cumsum(f[:16], dtype=f32)[-1] + run)
+    w = np.float32(0)  # group 1's first run: carry Q_1 = G_0, the left fold of 32 runs
+    for r in range(32):
+        total = np.cumsum(f[16 * r:16 * r + 16], dtype=f32)[-1]
+        w = total if r == 0 else f32(w + total)
+    np.testing.assert_array_equal(y[512:528], w + np.cumsum(f[512:528], dtype=f32))
+    a0 = np.float32(0)  # tile 1: carry P_0 = A_0, the fold of the 8 groups' totals
+    for g0 in range(0, 4096, 512):
+        gt = np.float32(0)
+        for r in range(g0, g0 + 512, 16):
+            total = np.cumsum(f[r:r + 16], dtype=f32)[-1]
+            gt = total if r == g0 else f32(gt + total)
+        a0 = gt if g0 == 0 else f32(a0 + gt)
+    np.testing.assert_array_equal(y[4096:4112], a0 + np.cumsum(f[4096:4112], dtype=f32))
+    assert not np.array_equal(y, np.cumsum(f, dtype=f32))  # the grouping shows
 
 
 def test_a_backend_without_raw_kernels_refuses_a_scan() -> None:

@@ -2,8 +2,8 @@
 kernels (:mod:`.reduce_device`), instrumented.
 
 A reduce's entry is rendered by each backend, which cannot pass it a fault record; checked,
-the spec runs as core-written raw kernels that fold the data by the scan's chunks
-(:func:`.scan.levels`): level 0 folds ``pre(x)`` of each chunk left to right from the
+the spec runs as core-written raw kernels that fold the data by chunks
+(:func:`.reduce_device.levels`): level 0 folds ``pre(x)`` of each chunk left to right from the
 identity into a total, each level above folds the totals below it left to right, and the
 top level's one total is the result. The data are only read, so no copy is made.
 
@@ -32,8 +32,7 @@ from .base import launch_count
 from .core_program import CoreProgram
 from .foreign import DeviceArray, order_after, order_before
 from .reduce import MAX_REDUCE_BLOCKS, refused_blocks
-from .reduce_device import reduce_kernels
-from .scan import levels
+from .reduce_device import levels, reduce_kernels
 from .scan_device import NoParams
 
 if TYPE_CHECKING:
@@ -93,7 +92,7 @@ class CheckedReduce(CoreProgram):
 
     def enqueue(self, data: Buffer, n: int, out: Buffer, p: Any) -> None:
         """Enqueue the fold of ``data[:n]`` (``n >= 1``) into ``out[0]`` on the program's
-        stream: level by level of :func:`.scan.levels`, the top one writing ``out``."""
+        stream: level by level of :func:`.reduce_device.levels`, the top one writing ``out``."""
         plan = levels(n)
         q = _NO_PARAMS if p is None else p
         bs = self.block_size

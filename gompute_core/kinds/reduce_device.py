@@ -2,7 +2,7 @@
 
 Checked, a reduce spec runs as these kernels (:mod:`.reduce_checked`), instrumented like
 any raw kernel, instead of the entry each backend renders. Per level of the plan
-(:func:`gompute_core.kinds.scan.levels`, the scan's chunks):
+(:func:`levels`: chunks of :func:`chunk_size` elements, a function of the count alone):
 
 * ``<name>_reduce_first`` (level 0) and ``<name>_reduce_upper`` (the levels above):
   thread ``t`` folds chunk ``t`` (elements ``[t*chunk, min((t+1)*chunk, n))``) left to
@@ -30,6 +30,31 @@ from ..raw.kernel import raw_kernel
 from ..raw.types import GlobalPtr
 from ..types import u64
 from .scan_device import NoParams, stage_of
+
+CHUNK_MIN, CHUNK_MAX = 32, 1 << 16
+"""Bounds of a chunk's length (elements)."""
+TARGET_CHUNKS = 1 << 16
+"""Chunks per level the chunk length aims at (work for every GPU thread, few levels)."""
+
+
+def chunk_size(count: int) -> int:
+    """The chunk length of a level of ``count`` elements (``count`` alone decides)."""
+    return min(max(-(-count // TARGET_CHUNKS), CHUNK_MIN), CHUNK_MAX)
+
+
+def levels(n: int) -> tuple[tuple[int, int, int], ...]:
+    """The plan of a fold of ``n >= 1`` elements: ``(count, chunk, chunks)`` per level,
+    from the data up to the level that fits in one chunk."""
+    out = []
+    count = n
+    while True:
+        chunk = chunk_size(count)
+        chunks = -(-count // chunk)
+        out.append((count, chunk, chunks))
+        if chunks == 1:
+            return tuple(out)
+        count = chunks
+
 
 _made: dict[Any, tuple[Any, Any, Any]] = {}
 _made_lock = threading.Lock()

@@ -3,26 +3,36 @@
 
 Constructors ``g.scan`` and the presets ``g.cumsum``, ``g.cumprod``, ``g.cummax``,
 ``g.cummin``; ``run(data, p) -> data`` and ``launch(data, n, p)`` on a device
-buffer, both in place. Its device program is three raw kernels the core generates
+buffer, both in place. Its device program is raw kernels the core generates
 (:mod:`.scan_device`), so every backend with the ``raw`` kernel feature runs it.
 
 **Order of operations** (what a float scan equals, on every backend and thread
-count). The data are cut into chunks of :func:`chunk_size` ``(n)`` elements (a
-function of ``n`` alone). Inside chunk ``c`` the fold runs left to right:
-inclusive ``e_i = pre(x_i)`` at the chunk's first element, then
-``e_i = combine(e_{i-1}, pre(x_i))``; exclusive ``e_i = identity`` first, then
-``e_i = combine(e_{i-1}, pre(x_{i-1}))``. The chunks' totals are scanned
-inclusively by the same rule, recursively (their own chunks of
-``chunk_size(count)``), giving ``C_c``, the fold of the totals of chunks
-``0..c``; then ``y_i = e_i`` in chunk 0 and ``y_i = combine(C_{c-1}, e_i)`` in
-chunk ``c > 0``. For integers (which wrap) and any exactly associative combine
-(a matrix product over integers, ...) this is the plain left fold; a float scan
-equals :func:`reference` (the same order, in Python).
+count), fixed by the spec's :func:`tiling` (``threads`` = its block size, ``items``
+per thread) and ``n`` alone:
+
+1. the data are cut into *tiles* of ``threads * items`` elements, a tile into *runs*
+   of ``items`` elements, a tile's runs into *groups* of 32;
+2. a run folds left to right: inclusive ``e_0 = pre(x_0)``, ``e_j = combine(e_{j-1},
+   pre(x_j))``; exclusive ``e_0 = identity``, ``e_j = combine(e_{j-1}, pre(x_{j-1}))``;
+   its total ``R`` is its last ``e`` (exclusive: combined with its last ``pre(x)``);
+3. in a group, ``W_k`` is the left fold of the totals of the runs before run ``k``
+   (none for the group's first run) and ``G`` the fold of all of them; in a tile,
+   ``Q_g`` is the left fold of the totals of the groups before group ``g`` (none for the
+   first) and ``A`` the fold of all of them;
+4. across tiles, ``P_0 = A_0`` and ``P_t = combine(P_{t-1}, A_t)``: the tiles' totals
+   folded left to right; tile ``t``'s carry is ``C_t = P_{t-1}`` (none for tile 0);
+5. ``y = combine(c, e)`` with ``c = combine(combine(C_t, Q_g), W_k)``, the parts that
+   are "none" left out (``y = e`` when all are).
+
+For integers (which wrap) and any exactly associative combine (a matrix product over
+integers, ...) this is the plain left fold; a float scan equals :func:`reference`
+(the same order, in Python).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from types import MethodType
 from typing import TYPE_CHECKING, Any
 
@@ -49,39 +59,75 @@ from .base import U64_LIMIT, Kind, launch_count, register
 if TYPE_CHECKING:
     from ..backend.buffer import Buffer
 
-CHUNK_MIN, CHUNK_MAX = 32, 1 << 16
-"""Bounds of a chunk's length (elements)."""
-TARGET_CHUNKS = 1 << 16
-"""Chunks per level the chunk length aims at (work for every GPU thread, few levels)."""
+GROUP = 32
+"""Runs per group (step 1 of the order): a GPU warp's runs."""
+TILE_BYTES = 16384
+"""The most bytes of a tile (a block's shared memory holds one)."""
 
 
-def chunk_size(count: int) -> int:
-    """The chunk length of a scan level of ``count`` elements (``count`` alone decides)."""
-    return min(max(-(-count // TARGET_CHUNKS), CHUNK_MIN), CHUNK_MAX)
+@dataclass(frozen=True)
+class Tiling:
+    """A scan spec's tiles: ``threads`` runs of ``items`` elements (module docstring)."""
+
+    threads: int
+    items: int
+
+    @property
+    def tile(self) -> int:
+        """Elements per tile."""
+        return self.threads * self.items
+
+    def tiles(self, n: int) -> int:
+        """The tiles of ``n`` elements."""
+        return -(-n // self.tile)
 
 
-def levels(n: int) -> tuple[tuple[int, int, int], ...]:
-    """The plan of a scan of ``n >= 1`` elements: ``(count, chunk, chunks)`` per level,
-    from the data up to the level that fits in one chunk."""
-    out = []
-    count = n
-    while True:
-        chunk = chunk_size(count)
-        chunks = -(-count // chunk)
-        out.append((count, chunk, chunks))
-        if chunks == 1:
-            return tuple(out)
-        count = chunks
+def tiling(spec: Spec) -> Tiling:
+    """The tiles of scan ``spec``: ``threads`` = its block size; ``items`` the largest
+    power of two up to 16 (8 for 8-byte types) that keeps a tile within
+    :data:`TILE_BYTES` (a power of two: a run never straddles a 32-element bank row)."""
+    size = max(np.dtype(spec.T).itemsize, 4)
+    items = 16 if size <= 4 else 8
+    while items > 1 and spec.block_size * items * size > TILE_BYTES:
+        items //= 2
+    return Tiling(spec.block_size, items)
 
 
 def reference(spec: Spec, data: np.ndarray, p: Any = None) -> np.ndarray:
     """``spec``'s scan of ``data`` in the documented order, as plain Python on NumPy
     scalars (the conformance oracle; slow: for tests)."""
-    T, combine = spec.T, spec.combine
+    T, combine, ident = spec.T, spec.combine, spec.T(spec.identity)
     pre = _host_stage(spec)
     xs = [pre(x, p) for x in np.asarray(data, T).reshape(-1)]
+    out = list(xs)
+    shape = tiling(spec)
+
+    def fold(a: Any, b: Any) -> Any:  # combine(a, b), a part that is None left out
+        return b if a is None else a if b is None else T(combine(a, b))
+
     with np.errstate(all="ignore"):
-        return np.array(_scan_levels(xs, T, combine, spec.inclusive, T(spec.identity)), T)
+        carry = None  # C_t
+        for lo in range(0, len(xs), shape.tile):
+            q = total = None  # Q_g, A
+            hi = min(len(xs), lo + shape.tile)
+            for g0 in range(lo, hi, GROUP * shape.items):
+                w = None  # W_k, then G
+                for r in range(g0, min(hi, g0 + GROUP * shape.items), shape.items):
+                    c = fold(fold(carry, q), w)
+                    acc = None if spec.inclusive else ident
+                    for i in range(r, min(hi, r + shape.items)):
+                        x = xs[i]
+                        if spec.inclusive:
+                            acc = fold(acc, x)
+                            out[i] = fold(c, acc)
+                        else:
+                            out[i] = fold(c, acc)
+                            acc = T(combine(acc, x))
+                    w = fold(w, acc)
+                total = fold(total, w)
+                q = total
+            carry = fold(carry, total)
+        return np.array(out, T)
 
 
 def _host_stage(spec: Spec) -> Callable[[Any, Any], Any]:
@@ -91,34 +137,6 @@ def _host_stage(spec: Spec) -> Callable[[Any, Any], Any]:
     if _positional_arity(spec.name, "pre", pre) == 2:
         return lambda x, p: T(pre(x, p))
     return lambda x, p: T(pre(x))
-
-
-def _scan_levels(xs: list[Any], T: Any, combine: Any, inclusive: bool, ident: Any
-                 ) -> list[Any]:
-    n = len(xs)
-    if n == 0:
-        return []
-    chunk = chunk_size(n)
-    out, totals = list(xs), []
-    for lo in range(0, n, chunk):
-        hi = min(n, lo + chunk)
-        if inclusive:
-            acc = xs[lo]
-            for i in range(lo + 1, hi):
-                acc = T(combine(acc, xs[i]))
-                out[i] = acc
-        else:
-            acc = ident
-            for i in range(lo, hi):
-                out[i] = acc
-                acc = T(combine(acc, xs[i]))
-        totals.append(acc)
-    if len(totals) > 1:
-        carries = _scan_levels(totals, T, combine, True, ident)
-        for c in range(1, len(totals)):
-            for i in range(c * chunk, min(n, (c + 1) * chunk)):
-                out[i] = T(combine(carries[c - 1], out[i]))
-    return out
 
 
 def _launch_scan(prog: Any, data: Buffer, n: int, p: Any = None) -> None:

@@ -1,13 +1,14 @@
-"""``ScanProgram``: a scan spec loaded on one device, as its three raw kernels.
+"""``ScanProgram``: a scan spec loaded on one device, as the raw kernels of one of its
+two plans (:mod:`.scan_device`).
 
-``launch`` (the kind's front end, :mod:`.scan`) checks the buffer and count,
-then :meth:`ScanProgram.enqueue` launches the plan of :func:`.scan.levels`:
-the chunk scans from the data up (each level's totals are the next level's
-data), then the fix-ups from the top down, all on the program's stream. The
-totals of every level live in scratch buffers the program keeps (grown on the
-first launch of a larger ``n``, freed by ``close``). ``run`` scans the caller's
-array in place: on a host-memory device and for a device array directly,
-otherwise through a device buffer (upload, scan, download).
+``launch`` (the kind's front end, :mod:`.scan`) checks the buffer and count, then
+:meth:`ScanProgram.enqueue` launches the plan on the program's stream: the one-pass
+tile scan with look-back (one block per tile) where the device runs it, else the three
+passes (tile totals, their prefixes, the tiles scanned onto them). The plan's scratch
+(flags, totals and the ticket counter; or the totals and prefixes) lives in buffers the
+program keeps (grown on the first launch of a larger ``n``, freed by ``close``). ``run``
+scans the caller's array in place: on a host-memory device and for a device array
+directly, otherwise through a device buffer (upload, scan, download).
 
 A host-memory device (capability ``host_memory``) scans the caller's array through
 ``Device.borrow``.
@@ -17,39 +18,54 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from ..backend.buffer import Buffer
+from ..plugins import manager
 from ..raw.launch import RawKernel
 from .core_program import CoreProgram
 from .foreign import DeviceArray
-from .scan import levels
-from .scan_device import NoParams, scan_kernels
+from .scan import tiling
+from .scan_device import TICKET_MASK, NoParams, scan_kernels, slot_type
+from .support import backend_features
 
 if TYPE_CHECKING:
     from ..backend.device import Device
     from ..specs import Spec
 
 _NO_PARAMS = NoParams(unused=0)
+ONE_PASS_FEATURES = frozenset({"barriers", "shared_memory", "atomics"})
+"""What the one-pass plan's kernel uses; a host-memory device runs the three passes (its
+threads walk memory in order, and a spinning look-back would hold one of few cores)."""
+
+
+def one_pass_runs_on(device: Device) -> bool:
+    """True when ``device`` runs the one-pass plan by default."""
+    features = backend_features(manager.record(device.backend).info)
+    return ONE_PASS_FEATURES <= features and not device.has("host_memory")
 
 
 class ScanProgram(CoreProgram):
     """A scan's raw kernels on one device; ``launch`` is the kind's checked front end."""
 
-    def __init__(self, device: Device, spec: Spec, per_element: bool | None = None, *,
+    def __init__(self, device: Device, spec: Spec, one_pass: bool | None = None, *,
                  checked: bool = False) -> None:
         super().__init__(device, spec, checked)
-        first, upper, fix, fix_each = scan_kernels(spec)
+        made = scan_kernels(spec)
         backend, ordinal = device.backend, device.ordinal
-        self._first = RawKernel(first, backend, ordinal, checked=checked)
-        self._upper = RawKernel(upper, backend, ordinal, checked=checked)
-        self.fix_per_element = not device.has("host_memory") if per_element is None \
-            else per_element
-        """The fix-up's shape (``per_element``; default: by the device): one thread per
-        element (a GPU: neighbouring threads touch neighbouring elements) or per chunk (a
-        host device: memory walked in order). Both compute ``combine(C_{c-1}, e_i)``."""
-        self._fix = RawKernel(fix_each if self.fix_per_element else fix, backend, ordinal,
-                              checked=checked)
-        self.artifact = self._first.artifact
-        self._totals: list[Buffer] = []
+        self.one_pass = one_pass_runs_on(device) if one_pass is None else one_pass
+        """The plan (``one_pass``; default: by the device, :func:`one_pass_runs_on`): one
+        launch with look-back, or three passes. Both compute the documented order."""
+        if self.one_pass:
+            self._kernels = (RawKernel(made.tiles, backend, ordinal, checked=checked),)
+        else:
+            self._kernels = tuple(RawKernel(k, backend, ordinal, checked=checked)
+                                  for k in (made.totals, made.carries, made.apply))
+        self.artifact = self._kernels[0].artifact
+        self.tiling = tiling(spec)
+        self._scratch: dict[str, Buffer] = {}
+        self._tickets = 0  # tickets handed out since the counter was zeroed
+        self._cleared = 0  # the ticket count when the flags were last zeroed
         self._data: Buffer | None = None
         self.launch = self.kind.launch(self)
         """The kind's checked launch, bound to this program."""
@@ -57,37 +73,66 @@ class ScanProgram(CoreProgram):
     # ---- the plan ------------------------------------------------------------------------------
     def enqueue(self, data: Buffer, n: int, p: Any) -> None:
         """Enqueue the scan of ``data[:n]`` (checked) on the program's stream."""
-        plan = levels(n)
+        tiles = self.tiling.tiles(n)
         q = _NO_PARAMS if p is None else p
-        bs = self.block_size
+        inclusive = int(self.spec.inclusive)
         with self._lock:
-            totals = self._scratch(plan)
             s = self._stream
-            below = [data]
-            for k, (count, chunk, chunks) in enumerate(plan):
-                grid = -(-chunks // bs)
-                if k == 0:
-                    self._first.launch(grid, bs, [data, count, totals[0], chunk,
-                                                  int(self.spec.inclusive), q], stream=s)
-                else:
-                    self._upper.launch(grid, bs, [below[k], count, totals[k], chunk], stream=s)
-                below.append(totals[k])
-            for k in range(len(plan) - 2, -1, -1):
-                count, chunk, chunks = plan[k]
-                threads = count - chunk if self.fix_per_element else chunks - 1
-                self._fix.launch(-(-threads // bs), bs, [below[k], count, totals[k], chunk],
-                                 stream=s)
+            if self.one_pass:
+                scratch = self._one_pass_scratch(tiles)
+                base = self._tickets & 0xFFFFFFFF
+                self._kernels[0].launch(tiles, self.tiling.threads, [
+                    data, n, scratch["flags"], scratch["aggregates"], scratch["prefixes"],
+                    scratch["counter"], base, inclusive, q], stream=s)
+                self._tickets += tiles
+                return
+            totals, carries, apply = self._kernels
+            scratch = self._three_pass_scratch(n, tiles)
+            bs = self.block_size
+            grid = -(-tiles // bs)
+            runs = scratch["runs"]
+            totals.launch(grid, bs, [data, n, runs, scratch["aggregates"], inclusive, q],
+                          stream=s)
+            carries.launch(1, 1, [scratch["aggregates"], scratch["prefixes"], tiles], stream=s)
+            apply.launch(grid, bs, [data, n, runs, scratch["prefixes"]], stream=s)
 
-    def _scratch(self, plan: tuple[tuple[int, int, int], ...]) -> list[Buffer]:
-        """One buffer of totals per level, grown as needed."""
-        T = self.spec.T
-        for k, (_, _, chunks) in enumerate(plan):
-            if k == len(self._totals):
-                self._totals.append(self._first.alloc(max(chunks, 64), T))
-            elif self._totals[k].nbytes < chunks * self.dtypes["T"].itemsize:
-                self._totals[k].free()
-                self._totals[k] = self._first.alloc(chunks, T)
-        return self._totals
+    def _buffer(self, name: str, count: int, dtype: Any, zeroed: bool = False) -> Buffer:
+        """Scratch buffer ``name`` of at least ``count`` elements (grown as needed, after
+        the launches using the old one; a new one zeroed when asked)."""
+        buf = self._scratch.get(name)
+        if buf is None or buf.nbytes < count * np.dtype(dtype).itemsize:
+            if buf is not None:
+                self._stream.synchronize()
+                buf.free()
+            buf = self._scratch[name] = self._kernels[0].alloc(max(count, 64), dtype)
+            if zeroed:
+                buf.upload(np.zeros(max(count, 64), dtype))
+        return buf
+
+    def _one_pass_scratch(self, tiles: int) -> dict[str, Buffer]:
+        """Flags, totals, prefixes and the ticket counter for ``tiles`` tiles. A flag keeps
+        30 bits of its ticket, so the flags are zeroed again before a launch whose tickets
+        could match a flag written since they were last zeroed (every 2**30 tickets)."""
+        self._buffer("counter", 1, np.uint32, zeroed=True)  # counts self._tickets
+        old = self._scratch.get("flags")
+        flags = self._buffer("flags", tiles, np.uint32, zeroed=True)
+        if flags is not old:
+            self._cleared = self._tickets
+        elif self._tickets + tiles - self._cleared > TICKET_MASK:
+            self._stream.synchronize()
+            flags.upload(np.zeros(flags.nbytes // 4, np.uint32))
+            self._cleared = self._tickets
+        W = slot_type(self.spec.T)
+        self._buffer("aggregates", tiles, W)
+        self._buffer("prefixes", tiles, W)
+        return self._scratch
+
+    def _three_pass_scratch(self, n: int, tiles: int) -> dict[str, Buffer]:
+        """The runs' totals, the tiles' totals and their prefixes."""
+        self._buffer("runs", -(-n // self.tiling.items), self.spec.T)
+        self._buffer("aggregates", tiles, self.spec.T)
+        self._buffer("prefixes", tiles, self.spec.T)
+        return self._scratch
 
     def run(self, original: Any, data: Any, p: Any) -> None:
         """``Kernel.run``: scan ``data`` (checked by the front end; ``original`` as the
@@ -105,7 +150,7 @@ class ScanProgram(CoreProgram):
                 if buf is None or buf.nbytes < data.nbytes:
                     if buf is not None:
                         buf.free()
-                    buf = self._data = self._first.alloc(n, self.spec.T)
+                    buf = self._data = self._kernels[0].alloc(n, self.spec.T)
                 buf.upload(data)
                 self.enqueue(buf, n, p)
                 self._stream.synchronize()
@@ -118,15 +163,15 @@ class ScanProgram(CoreProgram):
         since the last synchronization (``OutOfBounds`` naming ``pre``'s or ``combine``'s
         array and line)."""
         self.device.synchronize()
-        for kernel in (self._first, self._upper, self._fix):
+        for kernel in self._kernels:
             kernel.raise_faults()
 
     def close(self) -> None:
         """Free the scratch buffers (``Kernel.close``)."""
         with self._lock:
-            for buf in self._totals:
+            for buf in self._scratch.values():
                 buf.free()
-            self._totals = []
+            self._scratch = {}
             if self._data is not None:
                 self._data.free()
                 self._data = None

@@ -1,6 +1,7 @@
 """The scan kind: every preset over every numeric type, a custom non-commutative
-combine, ``pre`` with params, inclusive and exclusive, sizes around chunk and level
-boundaries, through ``run`` and through ``launch`` on a device buffer.
+combine, ``pre`` with params, inclusive and exclusive, sizes around run, group and
+tile boundaries (and many tiles: the look-back), through ``run`` and through ``launch``
+on a device buffer.
 
 The oracle is the fold in order as plain Python on NumPy scalars
 (:func:`gompute_core.kinds.scan.reference`: the documented order of operations,
@@ -19,18 +20,21 @@ import pytest
 
 import gompute_core as g
 
-from ..kinds.scan import CHUNK_MIN, reference
+from ..kinds.scan import reference
 from ..types import FLOAT_TYPES, INT_TYPES, short_name, u64
 from ._support import mark, rng_for
 
 TIER = "scan"
 NUMERIC = INT_TYPES + FLOAT_TYPES
 PRESETS = ("cumsum", "cumprod", "cummax", "cummin")
-C = CHUNK_MIN
-SIZES = (0, 1, C - 1, C, C + 1, C * C - 1, C * C, C * C + 1, C ** 3 + 5, 3 * 256 + 7)
-"""Around a chunk (32 elements up to 2**21), two levels (32*32) and three (32**3)."""
+SIZES = (0, 1, 7, 8, 9, 15, 16, 17, 255, 256, 257, 511, 512, 513, 2047, 2048, 2049, 4095,
+         4096, 4097, 3 * 4096 + 5)
+"""Around a run (8 or 16 elements at the default block size), a group (32 runs), a tile
+(256 runs: 2048 or 4096 elements), and four tiles."""
+MANY = 40 * 4096 + 3
+"""More tiles than a look-back's window (32) holds."""
 BIG = 2 ** 21 + 3
-"""Chunks of 33: no power of two anywhere (fewer cases: the oracle is Python)."""
+"""Hundreds of tiles (fewer cases: the oracle is Python)."""
 
 
 def _spec(preset: str, t: type, inclusive: bool) -> g.Spec:
@@ -137,7 +141,7 @@ def test_integer_presets_equal_numpy(key: tuple[str, type, bool], gompute_kernel
                                      ) -> None:
     """Integers wrap, so any order is the plain fold: NumPy's own scans agree."""
     spec = SPECS[key]
-    n = C ** 3 + 5
+    n = MANY
     x = data_for(spec.T, n, key[0], spec.name)
     got = x.copy()
     gompute_kernels.get(spec).run(got)
@@ -160,10 +164,10 @@ def test_non_commutative_combine(inclusive: bool, n: int, gompute_kernels: Any) 
     check(spec, got, plain_fold(spec, x), f"{spec.name} n={n}")
 
 
-@pytest.mark.parametrize("n", (C * C + 1, BIG))
+@pytest.mark.parametrize("n", (MANY, BIG))
 @mark("scan", (np.float32,))
 def test_float_order_at_scale(n: int, gompute_kernels: Any) -> None:
-    """f32 cumsum over chunks of 33 and three levels: the documented order, bit for bit."""
+    """f32 cumsum over many tiles: the documented order, bit for bit."""
     spec = SPECS[("cumsum", np.float32, True)]
     x = data_for(np.float32, n, "cumsum", f"big{n}")
     got = x.copy()
@@ -173,7 +177,7 @@ def test_float_order_at_scale(n: int, gompute_kernels: Any) -> None:
 
 @mark("scan", (np.int32,))
 def test_pre_with_params(gompute_kernels: Any) -> None:
-    x = np.arange(C * C + 3, dtype=np.int32)
+    x = np.arange(4099, dtype=np.int32)
     got = x.copy()
     gompute_kernels.get(PRE).run(got, Shift(by=5))
     check(PRE, got, np.cumsum(x - 5, dtype=np.int32), "pre")
@@ -181,7 +185,7 @@ def test_pre_with_params(gompute_kernels: Any) -> None:
         gompute_kernels.get(PRE).run(got)
 
 
-@pytest.mark.parametrize("n", (1, C + 1, C ** 3 + 5))
+@pytest.mark.parametrize("n", (1, 33, MANY))
 @mark("scan", (np.int64,))
 def test_launch_on_a_device_buffer(n: int, gompute_kernels: Any) -> None:
     """``launch(data, n, p)`` scans a device buffer in place; a second launch scans the
@@ -220,24 +224,36 @@ def test_bad_launches_are_refused(gompute_kernels: Any) -> None:
         k.run(np.zeros(4, np.float64))
 
 
-@pytest.mark.parametrize("n", (C + 1, C ** 3 + 5))
-@mark("scan", (np.float32,))
-def test_both_fix_up_shapes_agree(n: int, gompute_kernels: Any) -> None:
-    """The per-element fix-up (what GPUs run) and the per-chunk one (host devices) give
-    the documented order, whichever this device runs by default."""
-    from ..kinds.scan_program import ScanProgram
+@pytest.mark.parametrize("n", (33, MANY))
+@pytest.mark.parametrize("which", ["f32_exclusive", "affine"])
+@mark("scan", (np.float32, u64))
+def test_both_plans_agree(which: str, n: int, gompute_kernels: Any) -> None:
+    """The one-pass plan with look-back (what GPUs run) and the three passes (host
+    devices) both give the documented order, whichever this device runs by default; the
+    one pass runs wherever the backend has barriers, shared memory and atomics, and a
+    second launch reuses its flags (tickets tell the launches apart)."""
+    from ..kinds.scan_program import ONE_PASS_FEATURES, ScanProgram
+    from ..kinds.support import backend_features
+    from ..plugins import manager
 
-    spec = SPECS[("cumsum", np.float32, False)]
+    spec = AFFINE[True] if which == "affine" else SPECS[("cumsum", np.float32, False)]
     device = gompute_kernels.get(spec).context
-    x = data_for(np.float32, n, "cumsum", f"fix{n}")
-    for per_element in (True, False):
-        program = ScanProgram(device, spec, per_element=per_element)
-        buf = program._first.alloc(n, spec.T)
-        buf.upload(x)
-        program.launch(buf, n)
-        device.synchronize()
-        got = np.empty_like(x)
-        buf.download(got)
+    if which == "affine":
+        x = rng_for(spec.name, n).integers(0, 2 ** 64, n, dtype=np.uint64, endpoint=False)
+        want = plain_fold(spec, x)
+    else:
+        x = data_for(np.float32, n, "cumsum", f"plans{n}")
+        want = reference(spec, x)
+    features = backend_features(manager.record(device.backend).info)
+    for one_pass in (True, False) if ONE_PASS_FEATURES <= features else (False,):
+        program = ScanProgram(device, spec, one_pass=one_pass)
+        buf = program._kernels[0].alloc(n, spec.T)
+        for _ in range(2):
+            buf.upload(x)
+            program.launch(buf, n)
+            device.synchronize()
+            got = np.empty_like(x)
+            buf.download(got)
+            check(spec, got, want, f"one_pass={one_pass} n={n}")
         buf.free()
         program.close()
-        check(spec, got, reference(spec, x), f"per_element={per_element} n={n}")
