@@ -58,11 +58,9 @@ class C99Renderer(CRenderer):
     launch_bounds: ClassVar[str] = ""
     function_qualifier: ClassVar[str] = "static inline"
     shared_qualifier: ClassVar[str] = ""
-    barrier: ClassVar[str] = "(void)0"
-    thread_idx: ClassVar[str] = "0"
-    block_idx: ClassVar[str] = "0"
-    block_dim: ClassVar[str] = "1"
-    grid_dim: ClassVar[str] = "1"
+    block_barrier: ClassVar[str] = "(void)0"
+    geometry: ClassVar[dict[str, str]] = {
+        "local_id": "0", "block_id": "0", "block_dim": "1", "grid_dim": "1"}
     restrict: ClassVar[str] = "restrict "
     unroll_pragma: ClassVar[str] = ""
     offsetof: ClassVar[str] = "offsetof({t}, {m})"

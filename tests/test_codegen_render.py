@@ -7,6 +7,7 @@ import re
 from typing import ClassVar
 
 import numpy as np
+import pytest
 
 import gompute_core as g
 from gompute_core.codegen import CRenderer
@@ -17,9 +18,9 @@ class Dialect(CRenderer):
 
     name: ClassVar[str] = "test"
     prelude: ClassVar[str] = "// test prelude\n"
-    barrier: ClassVar[str] = "BARRIER()"
+    block_barrier: ClassVar[str] = "BARRIER()"
     shared_qualifier: ClassVar[str] = "LOCAL_MEM"
-    thread_idx: ClassVar[str] = "TID"
+    geometry: ClassVar[dict[str, str]] = {**CRenderer.geometry, "local_id": "TID"}
     kernel_qualifier: ClassVar[str] = "KERNEL void"
     half_prelude: ClassVar[str] = "// half support\n"
 
@@ -94,3 +95,19 @@ def test_non_finite_constants_use_bit_patterns() -> None:
 
     src = Dialect().render(g.map("cg_inf", g.f64, None, clamp).lower())
     assert "__longlong_as_double(" in src
+
+
+@pytest.mark.parametrize(("old", "value", "new"), [
+    ("barrier", "BARRIER()", "block_barrier"),
+    ("thread_idx", "TID", r"geometry\['local_id'\]"),
+    ("grid_dim", "GRID", r"geometry\['grid_dim'\]"),
+    ("raw_launch_bounds", "", "launch_bounds"),
+])
+def test_a_dialect_of_the_old_vocabulary_is_told_what_replaces_it(old: str, value: str,
+                                                                   new: str) -> None:
+    """A renderer written for plugin API 2's separate spec-entry names fails where it is
+    defined, naming the replacement, instead of rendering with defaults it never set."""
+    with pytest.raises(TypeError, match=f"sets '{old}'.*set {new}.* instead.*section 11"):
+        type("OldDialect", (CRenderer,), {old: value})
+    with pytest.raises(TypeError, match=r"launch_bounds is formatted with \{threads\}"):
+        type("OldBounds", (CRenderer,), {"launch_bounds": "__launch_bounds__({}) "})

@@ -97,13 +97,17 @@ class EntryWriter:
         self.r, self.k = renderer, kir
         self.w = renderer.writer
         self.bs = kir.block_size
+        self.geometry = {name: spelling.format(d=0, axis="x")
+                         for name, spelling in renderer.geometry.items()}
+        """The dialect's launch geometry along x (an entry's one dimension)."""
 
     # ---- pieces ------------------------------------------------------------------
     def head(self, args: list[str]) -> str:
         """The entry's signature line, params last when present."""
         if has_params(self.k):
             args = [*args, f"{struct_cname(self.k.params)} p"]  # type: ignore[arg-type]
-        return (f"{self.r.kernel_qualifier} {self.r.launch_bounds.format(self.bs)}"
+        bounds = self.r.launch_bounds.format(threads=self.bs, x=self.bs, y=1, z=1)
+        return (f"{self.r.kernel_qualifier} {bounds}"
                 f"{self.r.entry_symbol(self.k)}({', '.join(args)})")
 
     def ptr(self, t: ir.IRType, name: str, const: bool) -> str:
@@ -120,9 +124,10 @@ class EntryWriter:
 
     def prologue(self) -> str:
         """Thread id, thread count and (for empty params) the empty params value."""
-        r = self.r
-        out = (f"  const gp_u64 gp_tid = (gp_u64){r.block_idx} * {r.block_dim} + {r.thread_idx};\n"
-               f"  const gp_u64 gp_nth = (gp_u64){r.grid_dim} * {r.block_dim};\n")
+        g = self.geometry
+        out = (f"  const gp_u64 gp_tid = (gp_u64){g['block_id']} * {g['block_dim']} + "
+               f"{g['local_id']};\n"
+               f"  const gp_u64 gp_nth = (gp_u64){g['grid_dim']} * {g['block_dim']};\n")
         if self.k.params is not None and not has_params(self.k):
             out += (f"  const {struct_cname(self.k.params)} gp_empty = "
                     f"{self.r.zero_initializer()};\n")
@@ -246,20 +251,21 @@ class EntryWriter:
         def comb(a: str, b: str) -> str:
             return self._comb(node, a, b)
 
-        src += (f"  const unsigned gp_t = {r.thread_idx}, gp_bd = {r.block_dim};\n"
-                f"  gp_smem[gp_t] = gp_a;\n  {r.barrier};\n")
+        g = self.geometry
+        src += (f"  const unsigned gp_t = {g['local_id']}, gp_bd = {g['block_dim']};\n"
+                f"  gp_smem[gp_t] = gp_a;\n  {r.block_barrier};\n")
         if node.reassociate:
             src += (f"  unsigned gp_s = 1;\n  while (gp_s < gp_bd) gp_s <<= 1;\n"
                     f"  for (gp_s >>= 1; gp_s > 0; gp_s >>= 1) {{\n"
                     f"    if (gp_t < gp_s && gp_t + gp_s < gp_bd) "
                     f"gp_smem[gp_t] = {comb('gp_smem[gp_t]', 'gp_smem[gp_t + gp_s]')};\n"
-                    f"    {r.barrier};\n  }}\n")
+                    f"    {r.block_barrier};\n  }}\n")
         else:
             src += (f"  for (unsigned gp_s = 1; gp_s < gp_bd; gp_s <<= 1) {{\n"
                     f"    if ((gp_t & (2 * gp_s - 1)) == 0 && gp_t + gp_s < gp_bd) "
                     f"gp_smem[gp_t] = {comb('gp_smem[gp_t]', 'gp_smem[gp_t + gp_s]')};\n"
-                    f"    {r.barrier};\n  }}\n")
-        return src + (f"  if (gp_t == 0) {node.partials.name}[{r.block_idx}] = "
+                    f"    {r.block_barrier};\n  }}\n")
+        return src + (f"  if (gp_t == 0) {node.partials.name}[{g['block_id']}] = "
                       f"{w.store('gp_smem[0]', node.partials.type)};\n}}\n")
 
     def _pre(self, node: BlockReduce, x: str) -> str:
@@ -270,15 +276,16 @@ class EntryWriter:
         return self.call(node.combine, [a, b])
 
     def _reduce_fold_ordered(self, node: BlockReduce) -> str:
-        r = self.r
+        g = self.geometry
         c = reg_type(node.input.type)
         n, data = node.count, node.input.name
-        return (f"  const gp_u64 gp_chunk = ({n} + {r.grid_dim} - 1) / {r.grid_dim};\n"
-                f"  const gp_u64 gp_lo = ((gp_u64){r.block_idx} * gp_chunk < {n}) ? "
-                f"(gp_u64){r.block_idx} * gp_chunk : {n};\n"
+        return (f"  const gp_u64 gp_chunk = ({n} + {g['grid_dim']} - 1) / {g['grid_dim']};\n"
+                f"  const gp_u64 gp_lo = ((gp_u64){g['block_id']} * gp_chunk < {n}) ? "
+                f"(gp_u64){g['block_id']} * gp_chunk : {n};\n"
                 f"  const gp_u64 gp_hi = ({n} - gp_lo < gp_chunk) ? {n} : gp_lo + gp_chunk;\n"
-                f"  const gp_u64 gp_per = (gp_hi - gp_lo + {r.block_dim} - 1) / {r.block_dim};\n"
-                f"  gp_u64 gp_i = gp_lo + (gp_u64){r.thread_idx} * gp_per;\n"
+                f"  const gp_u64 gp_per = (gp_hi - gp_lo + {g['block_dim']} - 1) / "
+                f"{g['block_dim']};\n"
+                f"  gp_u64 gp_i = gp_lo + (gp_u64){g['local_id']} * gp_per;\n"
                 f"  if (gp_i > gp_hi) gp_i = gp_hi;\n"
                 f"  const gp_u64 gp_end = (gp_hi - gp_i < gp_per) ? gp_hi : gp_i + gp_per;\n"
                 f"  {c} gp_a = {self.w.expr(node.identity)};\n"

@@ -8,7 +8,7 @@ for two pointers); a scalar is passed in its storage type (``bool`` as a ``u8``,
 value, except an empty one, which is no argument (a local zero value stands in).
 The body declares the shared arrays first, then the locals, then the
 statements; a declared block shape becomes the dialect's launch bound
-(:attr:`CRenderer.raw_launch_bounds <gompute_core.codegen.renderer.CRenderer.raw_launch_bounds>`).
+(:attr:`CRenderer.launch_bounds <gompute_core.codegen.renderer.CRenderer.launch_bounds>`).
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def raw_entry(r: CRenderer, kir: KernelIR) -> str:
     bounds = ""
     if kir.block is not None:
         x, y, z = kir.block
-        bounds = r.raw_launch_bounds.format(threads=x * y * z, x=x, y=y, z=z)
+        bounds = r.launch_bounds.format(threads=x * y * z, x=x, y=y, z=z)
     types = dict(f.args) | dict(f.locals)
     return (f"{r.kernel_qualifier} {bounds}{r.entry_symbol(kir)}({', '.join(params) or 'void'})"
             f" {{\n{w.local_decls(f.locals)}{prologue}{w.stmts(f.body, '  ', types)}}}\n")

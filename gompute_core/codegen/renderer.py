@@ -2,16 +2,21 @@
 
 A dialect is a subclass that sets class attributes and overrides small methods
 (tinygrad style): the language mode (C++ or C99), the prelude and integer typedefs,
-qualifiers and address spaces, thread/block index expressions, the barrier, vector
+qualifiers and address spaces, one vocabulary of launch geometry (:attr:`CRenderer.geometry`),
+block barrier, device fence and launch bound for spec entries and raw kernels alike, vector
 types and the vector-load style, math function names per float type (defaults from
 :mod:`gompute_core.ir.intrinsics`), f16 conversion functions, the restrict keyword,
 reserved words, and the expression writer class. :meth:`CRenderer.render` turns one
 :class:`~gompute_core.ir.kernel.KernelIR` into a complete translation unit:
 prelude, helpers, params struct with compile-time layout assertions, the kernel's
 IR functions as forced-inline device functions, and the entry point. Raw kernels
-(``kind == "raw"``) add tables: launch geometry per dimension (:attr:`CRenderer.geometry`),
-the block barrier, the launch bound of a declared block shape, the shared address
-space of pointers, and the atomics (:mod:`gompute_core.codegen.atomics`).
+(``kind == "raw"``) add the shared address space of pointers and the atomics
+(:mod:`gompute_core.codegen.atomics`).
+
+Names of plugin API 2's separate spec-entry vocabulary (``barrier``, ``thread_idx``,
+``block_idx``, ``block_dim``, ``grid_dim``, ``raw_launch_bounds``, a positional
+``launch_bounds``) are refused when a dialect sets them (:data:`RENAMED`), naming what
+replaces each.
 """
 
 from __future__ import annotations
@@ -54,6 +59,17 @@ F16_VIA_F64: frozenset[str] = f16_via_f64()
 would be rounded twice)."""
 
 
+RENAMED: dict[str, str] = {
+    "barrier": "block_barrier",
+    "thread_idx": "geometry['local_id'] (a format string over {d} and {axis})",
+    "block_idx": "geometry['block_id']",
+    "block_dim": "geometry['block_dim']",
+    "grid_dim": "geometry['grid_dim']",
+    "raw_launch_bounds": "launch_bounds (over {threads}, {x}, {y}, {z})",
+}
+"""Class attributes of the plugin API 2 renderer vocabulary -> what replaces each."""
+
+
 class CRenderer:
     """Base of C-family renderers; subclasses set the dialect's class attributes.
 
@@ -85,15 +101,8 @@ class CRenderer:
     double_to_half: ClassVar[str] = "gp_d2h"
     round_half: ClassVar[str] = "gp_rh"
     kernel_qualifier: ClassVar[str] = 'extern "C" __global__ void'
-    #: format string taking the block size, e.g. ``"__launch_bounds__({}) "``.
-    launch_bounds: ClassVar[str] = "__launch_bounds__({}) "
     function_qualifier: ClassVar[str] = "static __device__ __forceinline__"
     shared_qualifier: ClassVar[str] = "__shared__"
-    barrier: ClassVar[str] = "__syncthreads()"
-    thread_idx: ClassVar[str] = "threadIdx.x"
-    block_idx: ClassVar[str] = "blockIdx.x"
-    block_dim: ClassVar[str] = "blockDim.x"
-    grid_dim: ClassVar[str] = "gridDim.x"
     restrict: ClassVar[str] = "__restrict__ "
     #: address-space qualifier of the kernel's pointer parameters and of casts of them
     #: (OpenCL's ``"__global "``); the shared array's is :attr:`shared_qualifier`.
@@ -131,22 +140,24 @@ class CRenderer:
     #: single node renderings).
     writer_class: ClassVar[type[FunctionWriter]] = FunctionWriter
 
-    # ---- raw kernels -------------------------------------------------------------------
+    # ---- launch geometry and synchronization: spec entries and raw kernels ------------
     #: launch geometry by builtin, format strings over ``{d}`` (0, 1, 2) and ``{axis}``
     #: (x, y, z); ``global_id`` is always ``block_id * block_dim + local_id`` in 64 bits
-    #: (not OpenCL's ``get_global_id``, which adds the launch's global offset).
+    #: (not OpenCL's ``get_global_id``, which adds the launch's global offset). Spec
+    #: entries read dimension 0.
     geometry: ClassVar[dict[str, str]] = {
         "local_id": "threadIdx.{axis}", "block_id": "blockIdx.{axis}",
         "block_dim": "blockDim.{axis}", "grid_dim": "gridDim.{axis}",
     }
-    #: ``barrier()`` of raw kernels: every thread of the block, global and shared memory.
+    #: the block barrier (a reduce entry's tree, raw ``barrier()``): every thread of the
+    #: block waits; global and shared memory written before it is visible after it.
     block_barrier: ClassVar[str] = "__syncthreads()"
     #: ``threadfence()`` of raw kernels: this thread's global-memory accesses ordered for
     #: every thread of the launch.
     device_fence: ClassVar[str] = "__threadfence()"
-    #: a raw kernel's launch bound when it declares its block, over ``{threads}`` and
-    #: ``{x}``, ``{y}``, ``{z}``.
-    raw_launch_bounds: ClassVar[str] = "__launch_bounds__({threads}) "
+    #: the launch bound of a block shape known when compiling (a spec's ``block_size``, a
+    #: raw kernel's declared block), over ``{threads}`` and ``{x}``, ``{y}``, ``{z}``.
+    launch_bounds: ClassVar[str] = "__launch_bounds__({threads}) "
     #: address-space qualifier of pointers to shared memory (OpenCL's ``"__local "``;
     #: CUDA and HIP pointers are generic).
     shared_pointer_space: ClassVar[str] = ""
@@ -159,6 +170,17 @@ class CRenderer:
     #: text emitted before the helpers when a kernel uses a 64-bit atomic (OpenCL's
     #: extension pragmas).
     int64_atomics_prelude: ClassVar[str] = ""
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        for old, new in RENAMED.items():
+            if old in cls.__dict__:
+                raise TypeError(f"renderer {cls.__name__} sets '{old}', which the renderer no "
+                                f"longer reads: set {new} instead (plugins.md section 11, "
+                                "\"Porting a plugin from an earlier plugin API\")")
+        if "{}" in cls.launch_bounds:
+            raise TypeError(f"renderer {cls.__name__}: launch_bounds is formatted with "
+                            "{threads} (and {x}, {y}, {z}), not {} (plugins.md section 11)")
 
     def __init__(self) -> None:
         self._helpers: dict[str, str] = {}

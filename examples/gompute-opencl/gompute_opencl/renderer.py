@@ -126,14 +126,8 @@ class OpenCLRenderer(CRenderer):
     reserved_words: ClassVar[frozenset[str]] = OPENCL_RESERVED
     half_prelude: ClassVar[str] = HALF
     kernel_qualifier: ClassVar[str] = "__kernel void"
-    launch_bounds: ClassVar[str] = "__attribute__((reqd_work_group_size({}, 1, 1))) "
     function_qualifier: ClassVar[str] = "inline"
     shared_qualifier: ClassVar[str] = "__local"
-    barrier: ClassVar[str] = "barrier(CLK_LOCAL_MEM_FENCE)"
-    thread_idx: ClassVar[str] = "get_local_id(0)"
-    block_idx: ClassVar[str] = "get_group_id(0)"
-    block_dim: ClassVar[str] = "get_local_size(0)"
-    grid_dim: ClassVar[str] = "get_num_groups(0)"
     restrict: ClassVar[str] = "restrict "
     pointer_space: ClassVar[str] = "__global "
     unroll_pragma: ClassVar[str] = "#pragma unroll"
@@ -148,7 +142,7 @@ class OpenCLRenderer(CRenderer):
     }
     block_barrier: ClassVar[str] = "barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE)"
     device_fence: ClassVar[str] = "mem_fence(CLK_GLOBAL_MEM_FENCE)"
-    raw_launch_bounds: ClassVar[str] = "__attribute__((reqd_work_group_size({x}, {y}, {z}))) "
+    launch_bounds: ClassVar[str] = "__attribute__((reqd_work_group_size({x}, {y}, {z}))) "
     shared_pointer_space: ClassVar[str] = "__local "
     atomics: ClassVar[dict[tuple[str, str], str]] = OPENCL_ATOMICS
     atomic_cas: ClassVar[dict[int, str]] = {32: "atomic_cmpxchg({p}, {c}, {v})",
