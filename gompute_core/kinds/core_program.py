@@ -48,7 +48,14 @@ class CoreProgram:
 
     @stream.setter
     def stream(self, value: Stream) -> None:
-        self._stream = device_stream(self.device, value)
+        """Enqueue later launches on ``value``, after waiting for the launches already on
+        the old stream: they use the program's scratch (a scan's flags and ticket counter,
+        totals), which a launch on another stream must not overlap."""
+        new = device_stream(self.device, value)
+        with self._lock:
+            if new is not self._stream:
+                self._stream.synchronize()
+            self._stream = new
 
     # ---- the front end's checks ------------------------------------------------------------
     def check_params(self, p: Any) -> None:

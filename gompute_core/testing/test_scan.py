@@ -257,3 +257,33 @@ def test_both_plans_agree(which: str, n: int, gompute_kernels: Any) -> None:
             check(spec, got, want, f"one_pass={one_pass} n={n}")
         buf.free()
         program.close()
+
+
+@mark("scan", (np.float32,))
+def test_launches_on_another_stream_wait_for_the_first(gompute_kernels: Any) -> None:
+    """Changing ``k.stream`` between two launches on one buffer keeps them in order: the
+    second waits for the first (both use the program's scratch), so the buffer holds the
+    scan of the scan."""
+    spec = SPECS[("cumsum", np.float32, True)]
+    k = gompute_kernels.get(spec)
+    device = k.context
+    if not device.has("streams"):
+        pytest.skip(f"{device!r} has one stream")
+    n = MANY
+    x = data_for(np.float32, n, "cumsum", "streams")
+    first, second = device.create_stream(), device.create_stream()
+    buf = k.alloc(n)
+    old = k.stream
+    try:
+        buf.upload(x)
+        k.stream = first
+        k.launch(buf, n)
+        k.stream = second
+        k.launch(buf, n)
+        second.synchronize()
+    finally:
+        k.stream = old
+    got = np.empty_like(x)
+    buf.download(got)
+    buf.free()
+    check(spec, got, reference(spec, reference(spec, x)), f"two streams n={n}")
