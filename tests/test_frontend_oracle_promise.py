@@ -203,6 +203,19 @@ def test_and_of_numpy_and_python_bools_returns_the_python_operand() -> None:
     agrees("and_mixed", invert_chained_comparison, b, b, np.int16)
 
 
+def invert_bool_constant(a, b):
+    return ~(KW < 1.0) + a
+
+
+@pytest.mark.filterwarnings("error::DeprecationWarning")
+def test_inverting_a_python_bool_constant_is_its_int_without_a_warning() -> None:
+    """``~True`` folds to -2 as in Python, without Python 3.12's deprecation of ``~`` on a
+    bool (which the fuzz tier's kernels hit at every ``~`` of a constant comparison)."""
+    g.map("inv_const", g.i32, None, lambda x: ~True + x).lower()
+    a = np.array([0, 1, 7], np.int32)
+    agrees("inv_bool_const", invert_bool_constant, a, a, np.int32)
+
+
 def invert_bool_of_numpy(a, b):
     return ~bool(a) + b
 

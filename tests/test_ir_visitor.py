@@ -46,7 +46,7 @@ def test_node_classes_are_every_expression_and_statement() -> None:
     names = {c.__name__ for c in NODE_CLASSES}
     assert {"Const", "Var", "CallIntrinsic", "CallFunction", "Assign", "ForRange",
             "Break", "Return"} <= names
-    assert len(NODE_CLASSES) == 19 + 11  # expressions + statements (raw kernels included)
+    assert len(NODE_CLASSES) == 19 + 12  # expressions + statements (raw kernels included)
 
 
 @pytest.mark.parametrize("visitor", [IRPrinter, FunctionWriter, RawRenderer,

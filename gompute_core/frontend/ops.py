@@ -319,8 +319,8 @@ def invert(v: Value) -> Value:
     _require_scalar(v, "'~'")
     if is_float(v.type):
         raise TypingError(f"'~' needs an integer or bool, got {v.ty.describe()}")
-    if v.is_weak_const:
-        return weak_const(~v.py)  # type: ignore[operator]
+    if v.is_weak_const:  # a Python bool inverts as its int (without 3.12's warning)
+        return weak_const(~int(v.py))  # type: ignore[call-overload]
     if v.weak == "bool":
         v = coerce(v, Ty(i64, "int"))
     if v.type is np.bool_:

@@ -2,30 +2,26 @@
 
 Written once, in the kernel language with ``g.builtins``, so every backend that runs
 raw kernels runs a scan with no code of its own. Both plans compute the order of
-:mod:`.scan` (tiles of :func:`~.scan.tiling`), bit for bit; which one runs is the
-program's choice (:class:`~.scan_program.ScanProgram`):
+:mod:`.scan` (tiles of :func:`~.scan.tiling`), bit for bit, in three passes: the tiles'
+totals ``A_t``, their left fold ``P_t``, the tiles scanned onto their carries
+``P_{t-1}``. Which plan runs is the program's choice
+(:class:`~.scan_program.ScanProgram`):
 
-* **one pass** (``<name>_scan_tiles``; devices with barriers, shared memory and atomics
-  that are not host memory: GPUs): a block scans one tile. It takes the next tile in
-  launch order from a ticket counter (so every tile before its own belongs to a block
-  already running), loads the tile into shared memory with neighbouring threads on
-  neighbouring elements, folds each thread's run, the groups' and the tile's totals, and
-  publishes the tile's total ``A_t`` (flag ``A``). It then *looks back*: it reads the
-  flags of the tiles before it, nearest first, keeping their totals, until one shows
-  its inclusive prefix ``P`` (flag ``P``); folding the kept totals onto that prefix left
-  to right gives exactly ``P_{t-1} = combine(...combine(P_j, A_{j+1})..., A_{t-1})``,
-  the order's left fold, whatever the timing. It publishes ``P_t`` and writes the tile.
-  Reads and writes of the data: one each. Flags carry the ticket (``ticket << 2 | A
-  or P``), so a flag left by an earlier launch never matches and nothing is cleared
-  between launches; values are published before their flag behind ``threadfence()``
-  and read with atomics (the slots are the type widened to one with atomics:
-  :func:`slot_type`).
-* **three passes** (host-memory devices, devices without atomics): ``<name>_scan_totals``
-  (thread ``t`` scans each run of tile ``t`` in place, keeps the runs' totals ``R`` and
-  folds them into ``A_t``), ``<name>_scan_carries`` (one thread: the ``P_t``),
-  ``<name>_scan_apply`` (thread ``t`` combines each run's carry ``c``, folded again from
-  the ``R``, with its elements: independent operations, vectorized on a CPU). No
-  barriers, shared memory or atomics; a thread walks its tile in memory order.
+* **by blocks** (devices with barriers and shared memory that are not host memory:
+  GPUs): ``<name>_scan_block_totals`` and ``<name>_scan_block_apply`` give each tile a
+  block, which loads it into shared memory with neighbouring threads on neighbouring
+  elements (every global access coalesces), folds each thread's run, the groups' and
+  the tile's totals there, and writes the total (``_totals``) or the scanned tile
+  (``_apply``, onto ``prefixes[t - 1]``); ``<name>_scan_block_carries``, one block,
+  folds the totals left to right through shared memory, a block of them at a time.
+  The data are read twice and written once, with no waiting between blocks.
+* **by threads** (host-memory devices, devices without barriers or shared memory):
+  ``<name>_scan_totals`` (thread ``t`` scans each run of tile ``t`` in place, keeps the
+  runs' totals ``R`` and folds them into ``A_t``), ``<name>_scan_carries`` (one thread:
+  the ``P_t``), ``<name>_scan_apply`` (thread ``t`` combines each run's carry ``c``,
+  folded again from the ``R``, with its elements: independent operations, vectorized
+  on a CPU). No barriers, shared memory or atomics; a thread walks its tile in memory
+  order.
 
 No ``from __future__ import annotations`` here: the raw kernels' annotations are
 evaluated where they are defined (``g.GlobalPtr[T]`` of the spec's ``T``).
@@ -34,31 +30,21 @@ evaluated where they are defined (``g.GlobalPtr[T]`` of the spec's ``T``).
 import threading
 from typing import Any, NamedTuple
 
-import numpy as np
-
 from ..abi.params import params
 from ..raw import builtins as B
 from ..raw.kernel import raw_kernel
 from ..raw.types import GlobalPtr
 from ..specs import _positional_arity
-from ..types import f32, i32, u32, u64
+from ..types import u32, u64
 from .scan import GROUP, tiling
-
-WINDOW = 32
-"""Tiles a look-back reads before it starts over from the nearest (it waits there)."""
-FLAG_A, FLAG_P = 1, 2
-"""A tile's flag, low bits: its total (``A``) or its inclusive prefix (``P``) is out."""
-TICKET_MASK = (1 << 30) - 1
-"""The ticket bits a flag keeps (``ticket & TICKET_MASK) << 2 | FLAG_*``)."""
 
 
 class ScanKernels(NamedTuple):
-    """A scan spec's raw kernel definitions (:func:`scan_kernels`)."""
+    """A scan spec's raw kernel definitions (:func:`scan_kernels`): each plan's three
+    passes."""
 
-    tiles: Any
-    totals: Any
-    carries: Any
-    apply: Any
+    by_blocks: tuple[Any, Any, Any]
+    by_threads: tuple[Any, Any, Any]
 
 
 _made: dict[Any, ScanKernels] = {}
@@ -87,28 +73,21 @@ def stage_of(spec: Any) -> Any:
     return stage
 
 
-def slot_type(T: Any) -> Any:
-    """The type of the one-pass plan's published totals: ``T`` where the atomics take it
-    (4- and 8-byte types), else a 4-byte type holding every ``T`` value exactly."""
-    dt = np.dtype(T)
-    if dt.itemsize >= 4:
-        return T
-    return f32 if dt.kind == "f" else i32 if dt.kind == "i" else u32
-
-
 def scan_kernels(spec: Any) -> ScanKernels:
-    """The raw kernel definitions of scan ``spec`` (registered once per process under
-    ``<name>_scan_tiles``, ``_scan_totals``, ``_scan_carries`` and ``_scan_apply``)."""
+    """The raw kernel definitions of scan ``spec``, registered once per process."""
     with _made_lock:
         found = _made.get(spec)
         if found is None:
-            found = _made[spec] = ScanKernels(_one_pass(spec), *_three_passes(spec))
+            found = _made[spec] = ScanKernels(
+                (_block_tiles(spec, False), _block_carries(spec), _block_tiles(spec, True)),
+                _three_passes(spec))
         return found
 
 
-def _one_pass(spec: Any) -> Any:
+def _block_tiles(spec: Any, APPLY: bool) -> Any:
+    """``<name>_scan_block_totals`` (``APPLY`` false: ``aggregates[t] = A_t``) or
+    ``<name>_scan_block_apply`` (true: the tile scanned onto ``prefixes[t - 1]``)."""
     T, combine, P = spec.T, spec.combine, spec.params or NoParams
-    W = slot_type(T)
     identity = T(spec.identity)
     stage = stage_of(spec)
     shape = tiling(spec)
@@ -116,21 +95,13 @@ def _one_pass(spec: Any) -> Any:
     GROUPS = -(-THREADS // GROUP)
     SHARED = TILE + TILE // 32
 
-    def tiles(data: GlobalPtr[T], n: u64, flags: GlobalPtr[u32], aggregates: GlobalPtr[W],
-              prefixes: GlobalPtr[W], counter: GlobalPtr[u32], base: u32, inclusive: u64,
-              p: P) -> None:
+    def tiles(data: GlobalPtr[T], n: u64, aggregates: GlobalPtr[T], prefixes: GlobalPtr[T],
+              inclusive: u64, p: P) -> None:
         sx = B.shared_array(T, SHARED)   # the tile (a pad element per 32: no bank conflicts)
         sr = B.shared_array(T, THREADS)  # run totals R, then W (a group's first keeps R)
         sg = B.shared_array(T, GROUPS)   # group totals G, then Q (the first keeps G)
-        sw = B.shared_array(T, WINDOW)   # the totals a look-back keeps
-        st = B.shared_array(u32, 1)      # the block's ticket
-        sc = B.shared_array(T, 1)        # the tile's carry C_t
         lid = u64(B.local_id(0))
-        if lid == 0:
-            st[0] = B.atomic_add(counter, 0, u32(1))
-        B.barrier()
-        ticket = st[0]
-        tile = u64(ticket - base)
+        tile = u64(B.block_id(0))
         lo = tile * TILE
         size = min(n - lo, u64(TILE))
         for j in range(ITEMS):
@@ -172,67 +143,75 @@ def _one_pass(spec: Any) -> Any:
                 gt = sg[gi]
                 sg[gi] = total
                 total = combine(total, gt)
-            mine = (ticket & TICKET_MASK) << 2
-            if tile == 0:
-                prefixes[0] = W(total)
-                B.threadfence()
-                B.atomic_exch(flags, 0, mine | FLAG_P)
-            else:
-                aggregates[tile] = W(total)
-                B.threadfence()
-                B.atomic_exch(flags, tile, mine | FLAG_A)
-                carry = identity
-                d = u64(1)
-                while True:
-                    want = ((ticket - u32(d)) & TICKET_MASK) << 2
-                    flag = B.atomic_add(flags, tile - d, u32(0))
-                    if flag == want | FLAG_P:
-                        B.threadfence()
-                        carry = T(B.atomic_cas(prefixes, tile - d, W(0), W(0)))
-                        for e in range(1, d):
-                            carry = combine(carry, sw[d - e])
-                        break
-                    if flag == want | FLAG_A:
-                        B.threadfence()
-                        sw[d] = T(B.atomic_cas(aggregates, tile - d, W(0), W(0)))
-                        d += 1
-                        if d == WINDOW:
-                            d = u64(1)
-                sc[0] = carry
-                prefixes[tile] = W(combine(carry, total))
-                B.threadfence()
-                B.atomic_exch(flags, tile, mine | FLAG_P)
-        B.barrier()
-        if count > 0:
-            k = lid
-            have = tile > 0
-            c = sc[0]
-            gi = k // GROUP
-            if gi > 0:
+            if not APPLY:
+                aggregates[tile] = total
+        if APPLY:
+            B.barrier()
+            if count > 0:
+                k = lid
+                have = tile > 0
+                c = identity
                 if have:
-                    c = combine(c, sg[gi])
-                else:
-                    c = sg[gi]
-                have = True
-            if k % GROUP != 0:
+                    c = prefixes[tile - 1]
+                gi = k // GROUP
+                if gi > 0:
+                    if have:
+                        c = combine(c, sg[gi])
+                    else:
+                        c = sg[gi]
+                    have = True
+                if k % GROUP != 0:
+                    if have:
+                        c = combine(c, sr[k])
+                    else:
+                        c = sr[k]
+                    have = True
                 if have:
-                    c = combine(c, sr[k])
-                else:
-                    c = sr[k]
-                have = True
-            if have:
-                for j in range(count):
-                    sx[at + j] = combine(c, sx[at + j])
-        B.barrier()
-        for j in range(ITEMS):
-            q = j * THREADS + lid
-            if q < size:
-                data[lo + q] = sx[q + q // 32]
+                    for j in range(count):
+                        sx[at + j] = combine(c, sx[at + j])
+            B.barrier()
+            for j in range(ITEMS):
+                q = j * THREADS + lid
+                if q < size:
+                    data[lo + q] = sx[q + q // 32]
 
-    return raw_kernel(tiles, name=f"{spec.name}_scan_tiles", block=(THREADS, 1, 1))
+    name = f"{spec.name}_scan_block_{'apply' if APPLY else 'totals'}"
+    return raw_kernel(tiles, name=name, block=(THREADS, 1, 1))
+
+
+def _block_carries(spec: Any) -> Any:
+    """``<name>_scan_block_carries``: one block folds ``aggregates[:count]`` left to right
+    into ``prefixes`` (``P_t``), loading a block of them into shared memory at a time."""
+    T, combine = spec.T, spec.combine
+    identity = T(spec.identity)
+    THREADS = tiling(spec).threads
+
+    def carries(aggregates: GlobalPtr[T], prefixes: GlobalPtr[T], count: u64) -> None:
+        s = B.shared_array(T, THREADS)
+        lid = u64(B.local_id(0))
+        acc = identity  # thread 0's running fold
+        for base in range(0, count, THREADS):
+            i = base + lid
+            if i < count:
+                s[lid] = aggregates[i]
+            B.barrier()
+            if lid == 0:
+                for j in range(min(u64(THREADS), count - base)):
+                    if base + j == 0:
+                        acc = s[j]
+                    else:
+                        acc = combine(acc, s[j])
+                    s[j] = acc
+            B.barrier()
+            if i < count:
+                prefixes[i] = s[lid]
+            B.barrier()
+
+    return raw_kernel(carries, name=f"{spec.name}_scan_block_carries", block=(THREADS, 1, 1))
 
 
 def _three_passes(spec: Any) -> tuple[Any, Any, Any]:
+    """The by-threads plan: ``<name>_scan_totals``, ``_scan_carries``, ``_scan_apply``."""
     T, combine, P = spec.T, spec.combine, spec.params or NoParams
     identity = T(spec.identity)
     stage = stage_of(spec)

@@ -1,14 +1,15 @@
-"""``ScanProgram``: a scan spec loaded on one device, as the raw kernels of one of its
-two plans (:mod:`.scan_device`).
+"""``ScanProgram``: a scan spec loaded on one device, as the three raw kernels of one of
+its two plans (:mod:`.scan_device`).
 
 ``launch`` (the kind's front end, :mod:`.scan`) checks the buffer and count, then
-:meth:`ScanProgram.enqueue` launches the plan on the program's stream: the one-pass
-tile scan with look-back (one block per tile) where the device runs it, else the three
-passes (tile totals, their prefixes, the tiles scanned onto them). The plan's scratch
-(flags, totals and the ticket counter; or the totals and prefixes) lives in buffers the
-program keeps (grown on the first launch of a larger ``n``, freed by ``close``). ``run``
-scans the caller's array in place: on a host-memory device and for a device array
-directly, otherwise through a device buffer (upload, scan, download).
+:meth:`ScanProgram.enqueue` launches the plan's passes on the program's stream: the
+tiles' totals, their left fold, the tiles scanned onto their carries; by blocks (one
+block per tile, through shared memory) where the device has barriers and shared memory
+and is not host memory, else by threads (one thread per tile). The totals and prefixes
+(and the by-threads plan's run totals) live in scratch buffers the program keeps (grown
+on the first launch of a larger ``n``, freed by ``close``). ``run`` scans the caller's
+array in place: on a host-memory device and for a device array directly, otherwise
+through a device buffer (upload, scan, download).
 
 A host-memory device (capability ``host_memory``) scans the caller's array through
 ``Device.borrow``.
@@ -18,15 +19,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from ..backend.buffer import Buffer
 from ..plugins import manager
 from ..raw.launch import RawKernel
 from .core_program import CoreProgram
 from .foreign import DeviceArray
 from .scan import tiling
-from .scan_device import TICKET_MASK, NoParams, scan_kernels, slot_type
+from .scan_device import NoParams, scan_kernels
 from .support import backend_features
 
 if TYPE_CHECKING:
@@ -34,38 +33,33 @@ if TYPE_CHECKING:
     from ..specs import Spec
 
 _NO_PARAMS = NoParams(unused=0)
-ONE_PASS_FEATURES = frozenset({"barriers", "shared_memory", "atomics"})
-"""What the one-pass plan's kernel uses; a host-memory device runs the three passes (its
-threads walk memory in order, and a spinning look-back would hold one of few cores)."""
+BY_BLOCKS_FEATURES = frozenset({"barriers", "shared_memory"})
+"""What the by-blocks plan's kernels use; a host-memory device runs the plan by threads
+(its threads walk memory in order, a block's threads run one after another)."""
 
 
-def one_pass_runs_on(device: Device) -> bool:
-    """True when ``device`` runs the one-pass plan by default."""
+def by_blocks_runs_on(device: Device) -> bool:
+    """True when ``device`` runs the by-blocks plan by default."""
     features = backend_features(manager.record(device.backend).info)
-    return ONE_PASS_FEATURES <= features and not device.has("host_memory")
+    return BY_BLOCKS_FEATURES <= features and not device.has("host_memory")
 
 
 class ScanProgram(CoreProgram):
     """A scan's raw kernels on one device; ``launch`` is the kind's checked front end."""
 
-    def __init__(self, device: Device, spec: Spec, one_pass: bool | None = None, *,
+    def __init__(self, device: Device, spec: Spec, by_blocks: bool | None = None, *,
                  checked: bool = False) -> None:
         super().__init__(device, spec, checked)
         made = scan_kernels(spec)
-        backend, ordinal = device.backend, device.ordinal
-        self.one_pass = one_pass_runs_on(device) if one_pass is None else one_pass
-        """The plan (``one_pass``; default: by the device, :func:`one_pass_runs_on`): one
-        launch with look-back, or three passes. Both compute the documented order."""
-        if self.one_pass:
-            self._kernels = (RawKernel(made.tiles, backend, ordinal, checked=checked),)
-        else:
-            self._kernels = tuple(RawKernel(k, backend, ordinal, checked=checked)
-                                  for k in (made.totals, made.carries, made.apply))
+        self.by_blocks = by_blocks_runs_on(device) if by_blocks is None else by_blocks
+        """The plan (``by_blocks``; default: by the device, :func:`by_blocks_runs_on`):
+        a block per tile through shared memory, or a thread per tile. Both compute the
+        documented order."""
+        self._kernels = tuple(RawKernel(k, device.backend, device.ordinal, checked=checked)
+                              for k in (made.by_blocks if self.by_blocks else made.by_threads))
         self.artifact = self._kernels[0].artifact
         self.tiling = tiling(spec)
         self._scratch: dict[str, Buffer] = {}
-        self._tickets = 0  # tickets handed out since the counter was zeroed
-        self._cleared = 0  # the ticket count when the flags were last zeroed
         self._data: Buffer | None = None
         self.launch = self.kind.launch(self)
         """The kind's checked launch, bound to this program."""
@@ -76,63 +70,36 @@ class ScanProgram(CoreProgram):
         tiles = self.tiling.tiles(n)
         q = _NO_PARAMS if p is None else p
         inclusive = int(self.spec.inclusive)
+        totals, carries, apply = self._kernels
         with self._lock:
             s = self._stream
-            if self.one_pass:
-                scratch = self._one_pass_scratch(tiles)
-                base = self._tickets & 0xFFFFFFFF
-                self._kernels[0].launch(tiles, self.tiling.threads, [
-                    data, n, scratch["flags"], scratch["aggregates"], scratch["prefixes"],
-                    scratch["counter"], base, inclusive, q], stream=s)
-                self._tickets += tiles
+            aggregates = self._buffer("aggregates", tiles)
+            prefixes = self._buffer("prefixes", tiles)
+            if self.by_blocks:
+                threads = self.tiling.threads
+                totals.launch(tiles, threads, [data, n, aggregates, prefixes, inclusive, q],
+                              stream=s)
+                carries.launch(1, threads, [aggregates, prefixes, tiles], stream=s)
+                apply.launch(tiles, threads, [data, n, aggregates, prefixes, inclusive, q],
+                             stream=s)
                 return
-            totals, carries, apply = self._kernels
-            scratch = self._three_pass_scratch(n, tiles)
-            bs = self.block_size
-            grid = -(-tiles // bs)
-            runs = scratch["runs"]
-            totals.launch(grid, bs, [data, n, runs, scratch["aggregates"], inclusive, q],
+            runs = self._buffer("runs", -(-n // self.tiling.items))
+            grid = -(-tiles // self.block_size)
+            totals.launch(grid, self.block_size, [data, n, runs, aggregates, inclusive, q],
                           stream=s)
-            carries.launch(1, 1, [scratch["aggregates"], scratch["prefixes"], tiles], stream=s)
-            apply.launch(grid, bs, [data, n, runs, scratch["prefixes"]], stream=s)
+            carries.launch(1, 1, [aggregates, prefixes, tiles], stream=s)
+            apply.launch(grid, self.block_size, [data, n, runs, prefixes], stream=s)
 
-    def _buffer(self, name: str, count: int, dtype: Any, zeroed: bool = False) -> Buffer:
-        """Scratch buffer ``name`` of at least ``count`` elements (grown as needed, after
-        the launches using the old one; a new one zeroed when asked)."""
+    def _buffer(self, name: str, count: int) -> Buffer:
+        """Scratch buffer ``name`` of at least ``count`` elements of ``T`` (grown as
+        needed, after the launches using the old one)."""
         buf = self._scratch.get(name)
-        if buf is None or buf.nbytes < count * np.dtype(dtype).itemsize:
+        if buf is None or buf.nbytes < count * self.dtypes["T"].itemsize:
             if buf is not None:
                 self._stream.synchronize()
                 buf.free()
-            buf = self._scratch[name] = self._kernels[0].alloc(max(count, 64), dtype)
-            if zeroed:
-                buf.upload(np.zeros(max(count, 64), dtype))
+            buf = self._scratch[name] = self._kernels[0].alloc(max(count, 64), self.spec.T)
         return buf
-
-    def _one_pass_scratch(self, tiles: int) -> dict[str, Buffer]:
-        """Flags, totals, prefixes and the ticket counter for ``tiles`` tiles. A flag keeps
-        30 bits of its ticket, so the flags are zeroed again before a launch whose tickets
-        could match a flag written since they were last zeroed (every 2**30 tickets)."""
-        self._buffer("counter", 1, np.uint32, zeroed=True)  # counts self._tickets
-        old = self._scratch.get("flags")
-        flags = self._buffer("flags", tiles, np.uint32, zeroed=True)
-        if flags is not old:
-            self._cleared = self._tickets
-        elif self._tickets + tiles - self._cleared > TICKET_MASK:
-            self._stream.synchronize()
-            flags.upload(np.zeros(flags.nbytes // 4, np.uint32))
-            self._cleared = self._tickets
-        W = slot_type(self.spec.T)
-        self._buffer("aggregates", tiles, W)
-        self._buffer("prefixes", tiles, W)
-        return self._scratch
-
-    def _three_pass_scratch(self, n: int, tiles: int) -> dict[str, Buffer]:
-        """The runs' totals, the tiles' totals and their prefixes."""
-        self._buffer("runs", -(-n // self.tiling.items), self.spec.T)
-        self._buffer("aggregates", tiles, self.spec.T)
-        self._buffer("prefixes", tiles, self.spec.T)
-        return self._scratch
 
     def run(self, original: Any, data: Any, p: Any) -> None:
         """``Kernel.run``: scan ``data`` (checked by the front end; ``original`` as the

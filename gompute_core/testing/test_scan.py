@@ -228,11 +228,11 @@ def test_bad_launches_are_refused(gompute_kernels: Any) -> None:
 @pytest.mark.parametrize("which", ["f32_exclusive", "affine"])
 @mark("scan", (np.float32, u64))
 def test_both_plans_agree(which: str, n: int, gompute_kernels: Any) -> None:
-    """The one-pass plan with look-back (what GPUs run) and the three passes (host
-    devices) both give the documented order, whichever this device runs by default; the
-    one pass runs wherever the backend has barriers, shared memory and atomics, and a
-    second launch reuses its flags (tickets tell the launches apart)."""
-    from ..kinds.scan_program import ONE_PASS_FEATURES, ScanProgram
+    """The plan by blocks (what GPUs run: a block per tile through shared memory) and the
+    plan by threads (host devices) both give the documented order, whichever this device
+    runs by default; by blocks runs wherever the backend has barriers and shared memory.
+    A second launch reuses the scratch."""
+    from ..kinds.scan_program import BY_BLOCKS_FEATURES, ScanProgram
     from ..kinds.support import backend_features
     from ..plugins import manager
 
@@ -245,8 +245,8 @@ def test_both_plans_agree(which: str, n: int, gompute_kernels: Any) -> None:
         x = data_for(np.float32, n, "cumsum", f"plans{n}")
         want = reference(spec, x)
     features = backend_features(manager.record(device.backend).info)
-    for one_pass in (True, False) if ONE_PASS_FEATURES <= features else (False,):
-        program = ScanProgram(device, spec, one_pass=one_pass)
+    for by_blocks in (True, False) if BY_BLOCKS_FEATURES <= features else (False,):
+        program = ScanProgram(device, spec, by_blocks=by_blocks)
         buf = program._kernels[0].alloc(n, spec.T)
         for _ in range(2):
             buf.upload(x)
@@ -254,7 +254,7 @@ def test_both_plans_agree(which: str, n: int, gompute_kernels: Any) -> None:
             device.synchronize()
             got = np.empty_like(x)
             buf.download(got)
-            check(spec, got, want, f"one_pass={one_pass} n={n}")
+            check(spec, got, want, f"by_blocks={by_blocks} n={n}")
         buf.free()
         program.close()
 
