@@ -13,7 +13,7 @@ totals ``A_t``, their left fold ``P_t``, the tiles scanned onto their carries
   elements (every global access coalesces), folds each thread's run, the groups' and
   the tile's totals there, and writes the total (``_totals``) or the scanned tile
   (``_apply``, onto ``prefixes[t - 1]``); ``<name>_scan_block_carries``, one block,
-  folds the totals left to right through shared memory, a block of them at a time.
+  folds the totals left to right through shared memory, a tile's worth at a time.
   The data are read twice and written once, with no waiting between blocks.
 * **by threads** (host-memory devices, devices without barriers or shared memory):
   ``<name>_scan_totals`` (thread ``t`` scans each run of tile ``t`` in place, keeps the
@@ -179,32 +179,51 @@ def _block_tiles(spec: Any, APPLY: bool) -> Any:
     return raw_kernel(tiles, name=name, block=(THREADS, 1, 1))
 
 
+UNROLL = 8
+"""Totals the by-blocks carries kernel loads into registers before folding them (the
+loads overlap; only the combines wait for each other)."""
+
+
 def _block_carries(spec: Any) -> Any:
     """``<name>_scan_block_carries``: one block folds ``aggregates[:count]`` left to right
-    into ``prefixes`` (``P_t``), loading a block of them into shared memory at a time."""
+    into ``prefixes`` (``P_t``): the block loads a tile's worth of totals into shared
+    memory (coalesced), thread 0 folds them :data:`UNROLL` at a time from registers, the
+    block writes them back."""
     T, combine = spec.T, spec.combine
     identity = T(spec.identity)
-    THREADS = tiling(spec).threads
+    shape = tiling(spec)
+    THREADS, ITEMS, CHUNK = shape.threads, shape.items, shape.tile
 
     def carries(aggregates: GlobalPtr[T], prefixes: GlobalPtr[T], count: u64) -> None:
-        s = B.shared_array(T, THREADS)
+        s = B.shared_array(T, CHUNK)
+        v = B.local_array(T, UNROLL)
         lid = u64(B.local_id(0))
         acc = identity  # thread 0's running fold
-        for base in range(0, count, THREADS):
-            i = base + lid
-            if i < count:
-                s[lid] = aggregates[i]
+        for base in range(0, count, CHUNK):
+            for j in range(ITEMS):
+                i = base + j * THREADS + lid
+                if i < count:
+                    s[j * THREADS + lid] = aggregates[i]
             B.barrier()
             if lid == 0:
-                for j in range(min(u64(THREADS), count - base)):
-                    if base + j == 0:
-                        acc = s[j]
-                    else:
-                        acc = combine(acc, s[j])
-                    s[j] = acc
+                start = base
+                if base == 0:
+                    acc = s[0]  # P_0 = A_0
+                    start = u64(1)
+                hi = min(base + u64(CHUNK), count)
+                for j0 in range(start, hi, UNROLL):
+                    for u in range(UNROLL):
+                        if j0 + u < hi:
+                            v[u] = s[j0 + u - base]
+                    for u in range(UNROLL):
+                        if j0 + u < hi:
+                            acc = combine(acc, v[u])
+                            s[j0 + u - base] = acc
             B.barrier()
-            if i < count:
-                prefixes[i] = s[lid]
+            for j in range(ITEMS):
+                i = base + j * THREADS + lid
+                if i < count:
+                    prefixes[i] = s[j * THREADS + lid]
             B.barrier()
 
     return raw_kernel(carries, name=f"{spec.name}_scan_block_carries", block=(THREADS, 1, 1))
