@@ -119,11 +119,13 @@ def _block_tiles(spec: Any, APPLY: bool) -> Any:
                 acc = sx[at]
                 for j in range(1, count):
                     acc = combine(acc, sx[at + j])
-                    sx[at + j] = acc
+                    if APPLY:  # the totals pass keeps only the run's total
+                        sx[at + j] = acc
             else:
                 for j in range(count):
                     x = sx[at + j]
-                    sx[at + j] = acc
+                    if APPLY:
+                        sx[at + j] = acc
                     acc = combine(acc, x)
             sr[lid] = acc
         B.barrier()
@@ -133,7 +135,8 @@ def _block_tiles(spec: Any, APPLY: bool) -> Any:
             gacc = sr[g0]
             for k in range(g0 + 1, min(g0 + GROUP, runs)):
                 r = sr[k]
-                sr[k] = gacc
+                if APPLY:
+                    sr[k] = gacc
                 gacc = combine(gacc, r)
             sg[lid] = gacc
         B.barrier()
@@ -141,7 +144,8 @@ def _block_tiles(spec: Any, APPLY: bool) -> Any:
             total = sg[0]
             for gi in range(1, (runs + GROUP - 1) // GROUP):
                 gt = sg[gi]
-                sg[gi] = total
+                if APPLY:
+                    sg[gi] = total
                 total = combine(total, gt)
             if not APPLY:
                 aggregates[tile] = total
