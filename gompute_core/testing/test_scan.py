@@ -1,6 +1,6 @@
 """The scan kind: every preset over every numeric type, a custom non-commutative
 combine, ``pre`` with params, inclusive and exclusive, sizes around run, group and
-tile boundaries (and many tiles: the look-back), through ``run`` and through ``launch``
+tile boundaries (and many tiles: the carries fold), through ``run`` and through ``launch``
 on a device buffer.
 
 The oracle is the fold in order as plain Python on NumPy scalars
@@ -32,7 +32,7 @@ SIZES = (0, 1, 7, 8, 9, 15, 16, 17, 255, 256, 257, 511, 512, 513, 2047, 2048, 20
 """Around a run (8 or 16 elements at the default block size), a group (32 runs), a tile
 (256 runs: 2048 or 4096 elements), and four tiles."""
 MANY = 40 * 4096 + 3
-"""More tiles than a look-back's window (32) holds."""
+"""Forty tiles of the default block size (a long carry chain, every tile boundary)."""
 BIG = 2 ** 21 + 3
 """Hundreds of tiles (fewer cases: the oracle is Python)."""
 
@@ -74,6 +74,10 @@ def shifted(x: Any, p: Any) -> Any:
 
 
 PRE = g.cumsum("conf_scan_pre_i32", g.i32, Shift, shifted)
+SMALL_TILES = g.cumsum("conf_scan_small_tiles_i64", g.i64, block_size=32)
+"""Tiles of 512 elements (32 threads x 16): a tile's worth of totals, what the by-blocks
+carries kernel folds per round, is 512 of them, so a few hundred thousand elements take
+several rounds."""
 
 
 def data_for(t: type, n: int, preset: str, key: str) -> np.ndarray:
@@ -287,3 +291,31 @@ def test_launches_on_another_stream_wait_for_the_first(gompute_kernels: Any) -> 
     buf.download(got)
     buf.free()
     check(spec, got, reference(spec, reference(spec, x)), f"two streams n={n}")
+
+
+@mark("scan", (np.int64,))
+def test_the_carries_fold_over_several_rounds(gompute_kernels: Any) -> None:
+    """More tiles than one round of the by-blocks carries fold holds (600 tiles of 512,
+    rounds of 512 totals), on both plans where the device runs them: equal to NumPy's
+    scan (integers: any order is the plain fold)."""
+    from ..kinds.scan_program import BY_BLOCKS_FEATURES, ScanProgram
+    from ..kinds.support import backend_features
+    from ..plugins import manager
+
+    spec = SMALL_TILES
+    device = gompute_kernels.get(spec).context
+    n = 600 * 512 + 7
+    x = data_for(np.int64, n, "cumsum", "rounds")
+    want = np.cumsum(x, dtype=np.int64)
+    features = backend_features(manager.record(device.backend).info)
+    for by_blocks in (True, False) if BY_BLOCKS_FEATURES <= features else (False,):
+        program = ScanProgram(device, spec, by_blocks=by_blocks)
+        buf = program._kernels[0].alloc(n, spec.T)
+        buf.upload(x)
+        program.launch(buf, n)
+        device.synchronize()
+        got = np.empty_like(x)
+        buf.download(got)
+        buf.free()
+        program.close()
+        check(spec, got, want, f"by_blocks={by_blocks} n={n}")
