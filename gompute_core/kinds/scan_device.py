@@ -80,7 +80,7 @@ def scan_kernels(spec: Any) -> ScanKernels:
         if found is None:
             found = _made[spec] = ScanKernels(
                 (_block_tiles(spec, False), _block_carries(spec), _block_tiles(spec, True)),
-                _three_passes(spec))
+                _by_threads(spec))
         return found
 
 
@@ -233,7 +233,7 @@ def _block_carries(spec: Any) -> Any:
     return raw_kernel(carries, name=f"{spec.name}_scan_block_carries", block=(THREADS, 1, 1))
 
 
-def _three_passes(spec: Any) -> tuple[Any, Any, Any]:
+def _by_threads(spec: Any) -> tuple[Any, Any, Any]:
     """The by-threads plan: ``<name>_scan_totals``, ``_scan_carries``, ``_scan_apply``."""
     T, combine, P = spec.T, spec.combine, spec.params or NoParams
     identity = T(spec.identity)
