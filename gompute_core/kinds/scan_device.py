@@ -284,6 +284,12 @@ def _by_threads(spec: Any) -> tuple[Any, Any, Any]:
                 acc = combine(acc, aggregates[t])
                 prefixes[t] = acc
 
+    def joined(have: bool, c: T, x: T) -> T:
+        """``combine(c, x)``, or ``x`` where there is no ``c`` yet (the order's "none")."""
+        if have:
+            return combine(c, x)
+        return x
+
     def apply(data: GlobalPtr[T], n: u64, runs: GlobalPtr[T], prefixes: GlobalPtr[T]
               ) -> None:
         t = u64(B.global_id(0))
@@ -297,19 +303,10 @@ def _by_threads(spec: Any) -> tuple[Any, Any, Any]:
             for g0 in range(lo, hi, SPAN):
                 w = identity
                 for r in range(g0, min(g0 + u64(SPAN), hi), ITEMS):
-                    have = t > 0
-                    c = carry
-                    if g0 > lo:
-                        if have:
-                            c = combine(c, q)
-                        else:
-                            c = q
-                        have = True
+                    c = joined(t > 0, carry, q) if g0 > lo else carry
+                    have = t > 0 or g0 > lo
                     if r > g0:
-                        if have:
-                            c = combine(c, w)
-                        else:
-                            c = w
+                        c = joined(have, c, w)
                         have = True
                     if have:
                         for i in range(r, min(r + u64(ITEMS), hi)):
