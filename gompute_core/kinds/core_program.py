@@ -39,6 +39,8 @@ class CoreProgram:
         self._stream: Stream = device.stream
         self._lock = threading.RLock()
         """Held across a launch's plan (the scratch is shared) and a host ``run``."""
+        self._scratch: dict[str, Buffer] = {}
+        """The plan's scratch buffers of ``T`` by name (:meth:`scratch`)."""
         self._P = spec.params
 
     @property
@@ -56,6 +58,28 @@ class CoreProgram:
             if new is not self._stream:
                 self._stream.synchronize()
             self._stream = new
+
+    # ---- scratch -----------------------------------------------------------------------------
+    def scratch(self, name: str, count: int) -> Buffer:
+        """Scratch buffer ``name`` of at least ``count`` elements of ``T``: kept between
+        launches, grown (after the launches using the old one) when a launch needs more,
+        freed by :meth:`free_scratch`. Call it holding the lock."""
+        dtype = self.dtypes["T"]
+        buf = self._scratch.get(name)
+        if buf is None or buf.nbytes < count * dtype.itemsize:
+            if buf is not None:
+                self._stream.synchronize()
+                buf.free()
+            buf = self._scratch[name] = self.device.alloc(max(count, 64) * dtype.itemsize)
+            buf.dtype = dtype
+        return buf
+
+    def free_scratch(self) -> None:
+        """Free every scratch buffer (``close``)."""
+        with self._lock:
+            for buf in self._scratch.values():
+                buf.free()
+            self._scratch = {}
 
     # ---- the front end's checks ------------------------------------------------------------
     def check_params(self, p: Any) -> None:

@@ -55,8 +55,6 @@ class CheckedReduce(CoreProgram):
         self._fill = RawKernel(fill, backend, ordinal, checked=True)
         self.artifact = self._first.artifact
         """The first level's artifact (``Kernel.artifact``)."""
-        self._totals: list[Buffer] = []
-        """One buffer of chunk totals per level below the top (grown as needed)."""
         self._data: Buffer | None = None
         """``run``'s upload of a host array to a device that does not compute on it."""
         self._result: Buffer | None = None
@@ -97,7 +95,7 @@ class CheckedReduce(CoreProgram):
         q = _NO_PARAMS if p is None else p
         bs = self.block_size
         with self._lock:
-            totals = self._scratch(plan)
+            totals = self._level_totals(plan)
             below = data
             for k, (count, chunk, chunks) in enumerate(plan):
                 dest = out if k == len(plan) - 1 else totals[k]
@@ -110,16 +108,9 @@ class CheckedReduce(CoreProgram):
                                        stream=self._stream)
                 below = dest
 
-    def _scratch(self, plan: tuple[tuple[int, int, int], ...]) -> list[Buffer]:
-        """One buffer of totals per level below the top, grown as needed."""
-        T, size = self.spec.T, self.dtypes["T"].itemsize
-        for k, (_, _, chunks) in enumerate(plan[:-1]):
-            if k == len(self._totals):
-                self._totals.append(self._first.alloc(max(chunks, 64), T))
-            elif self._totals[k].nbytes < chunks * size:
-                self._totals[k].free()
-                self._totals[k] = self._first.alloc(chunks, T)
-        return self._totals
+    def _level_totals(self, plan: tuple[tuple[int, int, int], ...]) -> list[Buffer]:
+        """One scratch buffer of chunk totals per level below the top."""
+        return [self.scratch(f"level{k}", chunks) for k, (_, _, chunks) in enumerate(plan[:-1])]
 
     # ---- run -------------------------------------------------------------------------------
     def reduce(self, data: np.ndarray | DeviceArray, p: Any) -> np.generic:
@@ -163,10 +154,11 @@ class CheckedReduce(CoreProgram):
     def close(self) -> None:
         """Free the scratch buffers (``Kernel.close``; idempotent)."""
         with self._lock:
-            for buf in (*self._totals, self._data, self._result):
+            self.free_scratch()
+            for buf in (self._data, self._result):
                 if buf is not None:
                     buf.free()
-            self._totals, self._data, self._result = [], None, None
+            self._data, self._result = None, None
 
     def __repr__(self) -> str:
         return f"<CheckedReduce {self.spec.name!r} on {self.device!r}>"

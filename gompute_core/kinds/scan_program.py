@@ -59,7 +59,6 @@ class ScanProgram(CoreProgram):
                               for k in (made.by_blocks if self.by_blocks else made.by_threads))
         self.artifact = self._kernels[0].artifact
         self.tiling = tiling(spec)
-        self._scratch: dict[str, Buffer] = {}
         self._data: Buffer | None = None
         self.launch = self.kind.launch(self)
         """The kind's checked launch, bound to this program."""
@@ -73,8 +72,8 @@ class ScanProgram(CoreProgram):
         totals, carries, apply = self._kernels
         with self._lock:
             s = self._stream
-            aggregates = self._buffer("aggregates", tiles)
-            prefixes = self._buffer("prefixes", tiles)
+            aggregates = self.scratch("aggregates", tiles)
+            prefixes = self.scratch("prefixes", tiles)
             if self.by_blocks:
                 threads = self.tiling.threads
                 totals.launch(tiles, threads, [data, n, aggregates, prefixes, inclusive, q],
@@ -83,23 +82,12 @@ class ScanProgram(CoreProgram):
                 apply.launch(tiles, threads, [data, n, aggregates, prefixes, inclusive, q],
                              stream=s)
                 return
-            runs = self._buffer("runs", -(-n // self.tiling.items))
+            runs = self.scratch("runs", -(-n // self.tiling.items))
             grid = -(-tiles // self.block_size)
             totals.launch(grid, self.block_size, [data, n, runs, aggregates, inclusive, q],
                           stream=s)
             carries.launch(1, 1, [aggregates, prefixes, tiles], stream=s)
             apply.launch(grid, self.block_size, [data, n, runs, prefixes], stream=s)
-
-    def _buffer(self, name: str, count: int) -> Buffer:
-        """Scratch buffer ``name`` of at least ``count`` elements of ``T`` (grown as
-        needed, after the launches using the old one)."""
-        buf = self._scratch.get(name)
-        if buf is None or buf.nbytes < count * self.dtypes["T"].itemsize:
-            if buf is not None:
-                self._stream.synchronize()
-                buf.free()
-            buf = self._scratch[name] = self._kernels[0].alloc(max(count, 64), self.spec.T)
-        return buf
 
     def run(self, original: Any, data: Any, p: Any) -> None:
         """``Kernel.run``: scan ``data`` (checked by the front end; ``original`` as the
@@ -135,10 +123,8 @@ class ScanProgram(CoreProgram):
 
     def close(self) -> None:
         """Free the scratch buffers (``Kernel.close``)."""
+        self.free_scratch()
         with self._lock:
-            for buf in self._scratch.values():
-                buf.free()
-            self._scratch = {}
             if self._data is not None:
                 self._data.free()
                 self._data = None
